@@ -1,0 +1,4 @@
+//! The lazy op graph: nodes shared by tensors, and the mutable graph the
+//! passes rewrite.
+
+pub mod op;

@@ -1,0 +1,1 @@
+pub use fusegraph_core::*;
