@@ -1,6 +1,7 @@
 //! Element types, their promotion rules, and the [`Element`] trait that maps a
 //! Rust type to its [`DType`].
 
+use crate::backend::cpu::CpuStorage;
 use half::{bf16, f16};
 use std::fmt;
 
@@ -114,12 +115,33 @@ pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
     const DTYPE: DType;
     fn to_f64(self) -> f64;
     fn from_f64(v: f64) -> Self;
+    /// Wraps a vector as CPU storage without copying.
+    fn into_storage(v: Vec<Self>) -> CpuStorage;
+    /// The elements, if `s` holds this type.
+    fn slice(s: &CpuStorage) -> Option<&[Self]>;
+    /// The vector back, if `s` holds this type (no copy).
+    fn into_vec(s: CpuStorage) -> std::result::Result<Vec<Self>, CpuStorage>;
 }
 
 macro_rules! element {
-    ($t:ty, $d:expr, |$s:ident| $to:expr, |$v:ident| $from:expr) => {
+    ($t:ty, $d:expr, $var:ident, |$s:ident| $to:expr, |$v:ident| $from:expr) => {
         impl Element for $t {
             const DTYPE: DType = $d;
+            fn into_storage(v: Vec<Self>) -> CpuStorage {
+                CpuStorage::$var(v)
+            }
+            fn slice(s: &CpuStorage) -> Option<&[Self]> {
+                match s {
+                    CpuStorage::$var(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn into_vec(s: CpuStorage) -> std::result::Result<Vec<Self>, CpuStorage> {
+                match s {
+                    CpuStorage::$var(v) => Ok(v),
+                    other => Err(other),
+                }
+            }
             fn to_f64(self) -> f64 {
                 let $s = self;
                 $to
@@ -131,13 +153,13 @@ macro_rules! element {
     };
 }
 
-element!(f32, DType::F32, |s| s as f64, |v| v as f32);
-element!(f64, DType::F64, |s| s, |v| v);
-element!(f16, DType::F16, |s| s.to_f64(), |v| f16::from_f64(v));
-element!(bf16, DType::BF16, |s| s.to_f64(), |v| bf16::from_f64(v));
-element!(i32, DType::I32, |s| s as f64, |v| cast_i32(v));
-element!(u8, DType::U8, |s| s as f64, |v| cast_u8(v));
-element!(bool, DType::Bool, |s| s as u8 as f64, |v| v != 0.0);
+element!(f32, DType::F32, F32, |s| s as f64, |v| v as f32);
+element!(f64, DType::F64, F64, |s| s, |v| v);
+element!(f16, DType::F16, F16, |s| s.to_f64(), |v| f16::from_f64(v));
+element!(bf16, DType::BF16, BF16, |s| s.to_f64(), |v| bf16::from_f64(v));
+element!(i32, DType::I32, I32, |s| s as f64, |v| cast_i32(v));
+element!(u8, DType::U8, U8, |s| s as f64, |v| cast_u8(v));
+element!(bool, DType::Bool, Bool, |s| s as u8 as f64, |v| v != 0.0);
 
 /// A scalar value with its dtype, as used for constants in graphs and kernels.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -155,6 +177,12 @@ impl Scalar {
     /// Bits that identify the constant in a structural hash (NaN payloads aside).
     pub fn key(&self) -> (u64, DType) {
         (self.value.to_bits(), self.dtype)
+    }
+}
+
+impl std::hash::Hash for Scalar {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state)
     }
 }
 

@@ -279,12 +279,12 @@ pub enum ViewOp {
 }
 
 /// What a graph node computes. Inputs are the node's `inputs`, in order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Hash)]
 pub enum Op {
     /// A constant of the node's shape.
     Full(Scalar),
     /// `start + step * i` along a 1-D shape.
-    Arange { start: f64, step: f64 },
+    Arange { start: Scalar, step: Scalar },
     /// Seeded uniform [0, 1) (`normal == false`) or standard normal values,
     /// from a counter-based hash, so every backend draws the same numbers.
     Rand { seed: u64, normal: bool },

@@ -1,0 +1,153 @@
+//! The number types the fast path computes in: f32 for f32/f16/bf16/u8/bool
+//! kernels, f64 when an f64 or i32 value is involved (i32 is exact in f64).
+
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+use crate::dtype::{DType, Element};
+use crate::graph::op::{wrap_int, BinaryOp, UnaryOp};
+
+pub trait Compute:
+    Copy + Send + Sync + PartialOrd + PartialEq + Default + std::fmt::Debug + 'static
+    + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self>
+{
+    const ZERO: Self;
+    const ONE: Self;
+    const NEG_INF: Self;
+    const INF: Self;
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn from_elem<E: Element>(e: E) -> Self;
+    fn is_nan(self) -> bool;
+    fn unary(op: UnaryOp, x: Self) -> Self;
+    fn powf(self, y: Self) -> Self;
+}
+
+macro_rules! compute_impl {
+    ($t:ty, $erf:path) => {
+        impl Compute for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const NEG_INF: Self = <$t>::NEG_INFINITY;
+            const INF: Self = <$t>::INFINITY;
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn from_elem<E: Element>(e: E) -> Self {
+                e.to_f64() as $t
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            #[inline(always)]
+            fn powf(self, y: Self) -> Self {
+                <$t>::powf(self, y)
+            }
+            #[inline(always)]
+            fn unary(op: UnaryOp, x: Self) -> Self {
+                match op {
+                    UnaryOp::Neg => -x,
+                    UnaryOp::Abs => x.abs(),
+                    UnaryOp::Exp => x.exp(),
+                    UnaryOp::Log => x.ln(),
+                    UnaryOp::Sqrt => x.sqrt(),
+                    UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+                    UnaryOp::Sin => x.sin(),
+                    UnaryOp::Cos => x.cos(),
+                    UnaryOp::Tanh => x.tanh(),
+                    UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+                    UnaryOp::Relu => {
+                        if x < 0.0 {
+                            0.0
+                        } else {
+                            x
+                        }
+                    }
+                    UnaryOp::GeluErf => 0.5 * x * (1.0 + $erf(x * std::f64::consts::FRAC_1_SQRT_2 as $t)),
+                    UnaryOp::GeluTanh => {
+                        let c = 0.797_884_560_802_865_4 as $t;
+                        0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
+                    }
+                    UnaryOp::Silu => x / (1.0 + (-x).exp()),
+                    UnaryOp::Not => (x == 0.0) as u8 as $t,
+                }
+            }
+        }
+    };
+}
+
+compute_impl!(f32, libm::erff);
+compute_impl!(f64, libm::erf);
+
+/// Applies `op` to a chunk in place: `a = op(a, b)`. Loops are simple so
+/// LLVM vectorises the common ones (add, mul, max, compare).
+#[inline]
+pub fn binary_chunk<T: Compute>(op: BinaryOp, dtype: DType, a: &mut [T], b: &[T]) {
+    let t = |c: bool| if c { T::ONE } else { T::ZERO };
+    if dtype.is_int() {
+        for (x, &y) in a.iter_mut().zip(b) {
+            *x = T::from_f64(op.eval_int(x.to_f64(), y.to_f64(), dtype));
+        }
+        return;
+    }
+    macro_rules! each {
+        (|$x:ident, $y:ident| $e:expr) => {
+            for (xr, &$y) in a.iter_mut().zip(b) {
+                let $x = *xr;
+                *xr = $e;
+            }
+        };
+    }
+    match op {
+        BinaryOp::Add => each!(|x, y| x + y),
+        BinaryOp::Sub => each!(|x, y| x - y),
+        BinaryOp::Mul => each!(|x, y| x * y),
+        BinaryOp::Div => each!(|x, y| x / y),
+        BinaryOp::Pow => each!(|x, y| x.powf(y)),
+        BinaryOp::Maximum => each!(|x, y| if x.is_nan() || y.is_nan() { x + y } else if x > y { x } else { y }),
+        BinaryOp::Minimum => each!(|x, y| if x.is_nan() || y.is_nan() { x + y } else if x < y { x } else { y }),
+        BinaryOp::Eq => each!(|x, y| t(x == y)),
+        BinaryOp::Ne => each!(|x, y| t(x != y)),
+        BinaryOp::Lt => each!(|x, y| t(x < y)),
+        BinaryOp::Le => each!(|x, y| t(x <= y)),
+        BinaryOp::Gt => each!(|x, y| t(x > y)),
+        BinaryOp::Ge => each!(|x, y| t(x >= y)),
+        BinaryOp::And => each!(|x, y| t(x != T::ZERO && y != T::ZERO)),
+        BinaryOp::Or => each!(|x, y| t(x != T::ZERO || y != T::ZERO)),
+    }
+}
+
+/// Rounds a chunk to what `dtype` holds, as a cast does.
+pub fn cast_chunk<T: Compute>(dtype: DType, a: &mut [T]) {
+    match dtype {
+        DType::F32 => {
+            for x in a.iter_mut() {
+                *x = T::from_f64(x.to_f64() as f32 as f64);
+            }
+        }
+        DType::F64 => {}
+        DType::Bool => {
+            for x in a.iter_mut() {
+                *x = if *x != T::ZERO { T::ONE } else { T::ZERO };
+            }
+        }
+        DType::I32 | DType::U8 | DType::F16 | DType::BF16 => {
+            for x in a.iter_mut() {
+                *x = T::from_f64(dtype.round_f64(x.to_f64()));
+            }
+        }
+    }
+}
+
+/// Wraps integer results (used where an op's result dtype is an integer).
+pub fn wrap_chunk<T: Compute>(dtype: DType, a: &mut [T]) {
+    for x in a.iter_mut() {
+        *x = T::from_f64(wrap_int(x.to_f64() as i64, dtype));
+    }
+}

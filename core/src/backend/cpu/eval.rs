@@ -1,0 +1,102 @@
+//! Evaluates a kernel expression over one chunk of positions: every live
+//! node becomes a dense buffer, each op one tight loop over the chunk.
+
+use crate::backend::cpu::compute::{binary_chunk, cast_chunk, wrap_chunk, Compute};
+use crate::dtype::DType;
+use crate::rng;
+use crate::schedule::kernel::{Expr, ExprId, ExprNode};
+
+/// What the positions of a chunk are, as the expression needs them.
+pub trait Positions<T: Compute> {
+    /// Fills `out` with load node `node`'s values at the chunk's positions.
+    fn load(&self, node: ExprId, out: &mut [T]);
+    /// Coordinate along `axis` of the domain at each position.
+    fn coord(&self, axis: usize, out: &mut [T]);
+    /// Row-major linear index in the domain at each position.
+    fn linear(&self, out: &mut [u32]);
+}
+
+/// Per-thread buffers, reused from chunk to chunk.
+pub struct Scratch<T> {
+    pub bufs: Vec<Vec<T>>,
+    pub lin: Vec<u32>,
+}
+
+impl<T: Compute> Scratch<T> {
+    pub fn new(expr: &Expr) -> Self {
+        Scratch { bufs: vec![Vec::new(); expr.len()], lin: Vec::new() }
+    }
+}
+
+/// Evaluates nodes `live` (in order) for `len` positions. Afterwards
+/// `scratch.bufs[id]` holds node `id`'s values.
+pub fn eval_chunk<T: Compute>(
+    expr: &Expr,
+    live: &[ExprId],
+    len: usize,
+    pos: &dyn Positions<T>,
+    stages: &[T],
+    acc: Option<&[T]>,
+    scratch: &mut Scratch<T>,
+) {
+    for &i in live {
+        let mut buf = std::mem::take(&mut scratch.bufs[i]);
+        buf.clear();
+        buf.resize(len, T::ZERO);
+        let dtype = expr.dtypes[i];
+        match &expr.nodes[i] {
+            ExprNode::Load { .. } => pos.load(i, &mut buf),
+            ExprNode::Const(s) => buf.fill(T::from_f64(s.value)),
+            ExprNode::Unary(op, a) => {
+                let src = &scratch.bufs[*a];
+                for (o, &x) in buf.iter_mut().zip(src) {
+                    *o = T::unary(*op, x);
+                }
+                if dtype.is_int() {
+                    wrap_chunk(dtype, &mut buf);
+                }
+            }
+            ExprNode::Binary(op, a, b) => {
+                buf.copy_from_slice(&scratch.bufs[*a]);
+                binary_chunk(*op, expr.dtypes[*a], &mut buf, &scratch.bufs[*b]);
+            }
+            ExprNode::Where(c, a, b) => {
+                let (c, a, b) = (&scratch.bufs[*c], &scratch.bufs[*a], &scratch.bufs[*b]);
+                for (j, o) in buf.iter_mut().enumerate() {
+                    *o = if c[j] != T::ZERO { a[j] } else { b[j] };
+                }
+            }
+            ExprNode::Cast(to, a) => {
+                buf.copy_from_slice(&scratch.bufs[*a]);
+                if *to != DType::F64 && expr.dtypes[*a] != *to {
+                    cast_chunk(*to, &mut buf);
+                }
+            }
+            ExprNode::Coord(axis) => pos.coord(*axis, &mut buf),
+            ExprNode::Rand { seed, normal } => {
+                let mut lin = std::mem::take(&mut scratch.lin);
+                lin.clear();
+                lin.resize(len, 0);
+                pos.linear(&mut lin);
+                let key = rng::seed_key(*seed);
+                for (o, &l) in buf.iter_mut().zip(&lin) {
+                    let v = if *normal { rng::normal(key, l) } else { rng::uniform(key, l) };
+                    *o = T::from_f64(v as f64);
+                }
+                scratch.lin = lin;
+            }
+            ExprNode::StageRef(s) => buf.fill(stages[*s]),
+            ExprNode::Acc => match acc {
+                Some(a) => buf.copy_from_slice(&a[..len]),
+                None => buf.fill(T::ZERO),
+            },
+        }
+        scratch.bufs[i] = buf;
+    }
+}
+
+/// True when any node of the kernel holds an f64 or i32 value, which the
+/// fast path then computes in f64 to stay exact.
+pub fn needs_f64(expr: &Expr, out: DType) -> bool {
+    out == DType::F64 || out == DType::I32 || expr.dtypes.iter().any(|&d| d == DType::F64 || d == DType::I32)
+}

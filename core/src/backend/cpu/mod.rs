@@ -1,0 +1,16 @@
+//! The CPU backend: the f64 reference path (the oracle every backend is
+//! checked against) and the fast path that runs the kernel IR.
+
+pub mod access;
+pub mod compute;
+pub mod copy;
+pub mod eval;
+pub mod exec;
+pub mod map;
+pub mod matmul;
+pub mod par;
+pub mod reference;
+pub mod reduce;
+pub mod storage;
+
+pub use storage::CpuStorage;

@@ -1,0 +1,298 @@
+//! Row kernels (reductions, softmax, layer norm): for every position of the
+//! kept axes, each stage folds its value over the row in chunks, then the
+//! output is written per row (one value) or per element (full rows).
+
+use crate::backend::cpu::access::{gather, Walk};
+use crate::backend::cpu::compute::Compute;
+use crate::backend::cpu::eval::{eval_chunk, needs_f64, Positions, Scratch};
+use crate::backend::cpu::map::CHUNK;
+use crate::backend::cpu::par::{map_range, threads};
+use crate::backend::cpu::CpuStorage;
+use crate::dtype::Element;
+use crate::graph::op::ReduceOp;
+use crate::layout::Layout;
+use crate::schedule::kernel::{ExprId, ExprNode, ReduceBody};
+
+/// A raw output pointer shared by threads that write disjoint elements.
+struct SyncPtr<E>(*mut E);
+// SAFETY: every row kernel task writes only the output positions of its own
+// rows, and the domain maps rows to disjoint positions, so no element is
+// written by two threads and none is read while written.
+unsafe impl<E> Sync for SyncPtr<E> {}
+unsafe impl<E> Send for SyncPtr<E> {}
+
+impl<E> SyncPtr<E> {
+    fn at(&self, i: usize) -> *mut E {
+        // SAFETY: callers pass indices inside the output slice.
+        unsafe { self.0.add(i) }
+    }
+}
+
+/// The positions of one row, from `start` for a chunk.
+struct RowPos<'a> {
+    body: &'a ReduceBody,
+    args: &'a [&'a CpuStorage],
+    walks: &'a [Option<Walk>],
+    /// Domain-linear indices of the row (contiguous strides of the domain).
+    lin_walk: &'a Walk,
+    outer_coords: &'a [usize],
+    row_shape: &'a [usize],
+    start: usize,
+}
+
+impl<T: Compute> Positions<T> for RowPos<'_> {
+    fn load(&self, node: ExprId, out: &mut [T]) {
+        if let (ExprNode::Load { arg, .. }, Some(w)) = (&self.body.expr.nodes[node], &self.walks[node]) {
+            gather(self.args[*arg], w, self.start, out);
+        }
+    }
+    fn coord(&self, axis: usize, out: &mut [T]) {
+        match self.body.axes.iter().position(|&a| a == axis) {
+            None => {
+                let kept = (0..axis).filter(|a| !self.body.axes.contains(a)).count();
+                out.fill(T::from_f64(self.outer_coords[kept] as f64));
+            }
+            Some(r) => {
+                let inner: usize = self.row_shape[r + 1..].iter().product();
+                for (j, o) in out.iter_mut().enumerate() {
+                    *o = T::from_f64((((self.start + j) / inner) % self.row_shape[r]) as f64);
+                }
+            }
+        }
+    }
+    fn linear(&self, out: &mut [u32]) {
+        self.lin_walk.runs(self.start, out.len(), |p, idx, n, s| {
+            for j in 0..n {
+                out[p + j] = (idx + j as isize * s) as u32;
+            }
+        });
+    }
+}
+
+/// Running value of one stage.
+#[derive(Clone, Copy)]
+enum Acc<T> {
+    Sum(f64),
+    Max(T, bool),
+    Min(T, bool),
+    ArgMax(T, usize, bool),
+}
+
+impl<T: Compute> Acc<T> {
+    fn new(op: ReduceOp) -> Self {
+        match op {
+            ReduceOp::Sum => Acc::Sum(0.0),
+            ReduceOp::Max => Acc::Max(T::NEG_INF, false),
+            ReduceOp::Min => Acc::Min(T::INF, false),
+            ReduceOp::ArgMax => Acc::ArgMax(T::NEG_INF, 0, false),
+        }
+    }
+
+    /// Folds a chunk that starts at row position `at`.
+    fn fold(&mut self, vals: &[T], at: usize) {
+        match self {
+            Acc::Sum(total) => {
+                let mut lanes = [T::ZERO; 8];
+                let mut it = vals.chunks_exact(8);
+                for c in &mut it {
+                    for l in 0..8 {
+                        lanes[l] = lanes[l] + c[l];
+                    }
+                }
+                let mut part = T::ZERO;
+                for &x in it.remainder() {
+                    part = part + x;
+                }
+                *total += lanes.iter().map(|x| x.to_f64()).sum::<f64>() + part.to_f64();
+            }
+            Acc::Max(m, nan) => {
+                for &x in vals {
+                    *nan |= x.is_nan();
+                    *m = if x > *m { x } else { *m };
+                }
+            }
+            Acc::Min(m, nan) => {
+                for &x in vals {
+                    *nan |= x.is_nan();
+                    *m = if x < *m { x } else { *m };
+                }
+            }
+            Acc::ArgMax(m, idx, nan) => {
+                // NaN counts as the maximum (the first NaN wins), as in PyTorch.
+                for (j, &x) in vals.iter().enumerate() {
+                    if *nan {
+                        break;
+                    }
+                    if x.is_nan() {
+                        *nan = true;
+                        *idx = at + j;
+                    } else if x > *m || (at + j == 0 && x == *m) {
+                        *m = x;
+                        *idx = at + j;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Combines with the accumulator of a later segment of the row.
+    fn merge(self, later: Acc<T>) -> Acc<T> {
+        match (self, later) {
+            (Acc::Sum(a), Acc::Sum(b)) => Acc::Sum(a + b),
+            (Acc::Max(a, na), Acc::Max(b, nb)) => Acc::Max(if b > a { b } else { a }, na | nb),
+            (Acc::Min(a, na), Acc::Min(b, nb)) => Acc::Min(if b < a { b } else { a }, na | nb),
+            (Acc::ArgMax(a, ia, na), Acc::ArgMax(b, ib, nb)) => {
+                if na || (!nb && a >= b) {
+                    Acc::ArgMax(a, ia, na)
+                } else {
+                    Acc::ArgMax(b, ib, nb)
+                }
+            }
+            (a, _) => a,
+        }
+    }
+
+    fn value(self) -> T {
+        match self {
+            Acc::Sum(t) => T::from_f64(t),
+            Acc::Max(m, nan) | Acc::Min(m, nan) => {
+                if nan {
+                    T::from_f64(f64::NAN)
+                } else {
+                    m
+                }
+            }
+            Acc::ArgMax(_, i, _) => T::from_f64(i as f64),
+        }
+    }
+}
+
+pub fn run_reduce(r: &ReduceBody, args: &[&CpuStorage], out: &mut CpuStorage) {
+    if needs_f64(&r.expr, out.dtype()) {
+        crate::with_storage!(out, |o| reduce_typed::<f64, _>(r, args, o))
+    } else {
+        crate::with_storage!(out, |o| reduce_typed::<f32, _>(r, args, o))
+    }
+}
+
+/// A row of the domain as a layout: `l` restricted to the reduced axes,
+/// starting at the given outer coordinates.
+fn row_layout(l: &Layout, axes: &[usize], outer: &[usize]) -> Layout {
+    let mut offset = l.offset as isize;
+    let mut k = 0;
+    let (mut shape, mut strides) = (Vec::new(), Vec::new());
+    for a in 0..l.shape.len() {
+        if axes.contains(&a) {
+            shape.push(l.shape[a]);
+            strides.push(l.strides[a]);
+        } else {
+            offset += outer[k] as isize * l.strides[a];
+            k += 1;
+        }
+    }
+    Layout { shape, strides, offset: offset as usize }
+}
+
+fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], out: &mut [E]) {
+    let kept_shape: Vec<usize> = (0..r.shape.len()).filter(|a| !r.axes.contains(a)).map(|a| r.shape[a]).collect();
+    let row_shape: Vec<usize> = r.axes.iter().map(|&a| r.shape[a]).collect();
+    let n_outer: usize = kept_shape.iter().product();
+    let row_len: usize = row_shape.iter().product();
+    let stage_live: Vec<Vec<ExprId>> = r.stages.iter().map(|s| r.expr.reachable(&[s.value])).collect();
+    let out_live = r.expr.reachable(&[r.out]);
+    let domain = Layout::contiguous(&r.shape);
+    let ptr = SyncPtr(out.as_mut_ptr());
+    let out_len = out.len();
+    // Few long rows: split each row across threads instead.
+    let split_rows = n_outer < threads() && row_len >= 1 << 16;
+    let rows_per_task = if split_rows { 1 } else { (16 * 1024 / row_len.max(1)).clamp(1, 1024) };
+    let tasks = n_outer.div_ceil(rows_per_task);
+    let write = |i: usize, v: T| {
+        debug_assert!(i < out_len);
+        // SAFETY: see `SyncPtr`; `i` is inside the output (checked by the
+        // domain: full outputs have numel(domain) elements, others n_outer).
+        unsafe { *ptr.at(i) = E::from_f64(v.to_f64()) };
+    };
+    map_range(tasks, |t| {
+        let mut scratch = Scratch::<T>::new(&r.expr);
+        let mut outer_coords = vec![0usize; kept_shape.len()];
+        for o in t * rows_per_task..((t + 1) * rows_per_task).min(n_outer) {
+            let mut rem = o;
+            for k in (0..kept_shape.len()).rev() {
+                outer_coords[k] = rem % kept_shape[k];
+                rem /= kept_shape[k];
+            }
+            let walks: Vec<Option<Walk>> = r
+                .expr
+                .nodes
+                .iter()
+                .map(|n| match n {
+                    ExprNode::Load { access, .. } => Some(Walk::new(&row_layout(access, &r.axes, &outer_coords))),
+                    _ => None,
+                })
+                .collect();
+            let lin_walk = Walk::new(&row_layout(&domain, &r.axes, &outer_coords));
+            let pos_at = |start: usize| RowPos { body: r, args, walks: &walks, lin_walk: &lin_walk, outer_coords: &outer_coords, row_shape: &row_shape, start };
+            let mut stage_vals: Vec<T> = Vec::with_capacity(r.stages.len());
+            for (s, stage) in r.stages.iter().enumerate() {
+                let fold_range = |lo: usize, hi: usize, scratch: &mut Scratch<T>| {
+                    let mut acc = Acc::<T>::new(stage.op);
+                    let mut c = lo;
+                    while c < hi {
+                        let len = CHUNK.min(hi - c);
+                        eval_chunk(&r.expr, &stage_live[s], len, &pos_at(c), &stage_vals, None, scratch);
+                        acc.fold(&scratch.bufs[stage.value], c);
+                        c += len;
+                    }
+                    acc
+                };
+                let acc = if split_rows {
+                    let seg = row_len.div_ceil(threads() * 4).max(CHUNK);
+                    let parts = map_range(row_len.div_ceil(seg), |p| {
+                        let mut sc = Scratch::<T>::new(&r.expr);
+                        fold_range(p * seg, ((p + 1) * seg).min(row_len), &mut sc)
+                    });
+                    parts.into_iter().reduce(|a, b| a.merge(b)).unwrap_or(Acc::new(stage.op))
+                } else {
+                    fold_range(0, row_len, &mut scratch)
+                };
+                stage_vals.push(acc.value());
+            }
+            if r.out_full {
+                let mut c = 0;
+                while c < row_len {
+                    let len = CHUNK.min(row_len - c);
+                    eval_chunk(&r.expr, &out_live, len, &pos_at(c), &stage_vals, None, &mut scratch);
+                    let vals = &scratch.bufs[r.out];
+                    lin_walk.runs(c, len, |p, idx, n, st| {
+                        for j in 0..n {
+                            write((idx + j as isize * st) as usize, vals[p + j]);
+                        }
+                    });
+                    c += len;
+                }
+            } else {
+                // The per-row output reads its inputs once per row (stride 0
+                // along the reduced axes): walk them over a row of size 1,
+                // which also covers empty rows.
+                let ones: Vec<usize> = vec![1; r.shape.len()];
+                let single: Vec<Option<Walk>> = r
+                    .expr
+                    .nodes
+                    .iter()
+                    .map(|n| match n {
+                        ExprNode::Load { access, .. } => {
+                            let mut l = row_layout(access, &r.axes, &outer_coords);
+                            l.shape = ones[..l.shape.len()].to_vec();
+                            Some(Walk::new(&l))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let pos = RowPos { body: r, args, walks: &single, lin_walk: &lin_walk, outer_coords: &outer_coords, row_shape: &row_shape, start: 0 };
+                eval_chunk(&r.expr, &out_live, 1, &pos, &stage_vals, None, &mut scratch);
+                write(o, scratch.bufs[r.out][0]);
+            }
+        }
+    });
+}

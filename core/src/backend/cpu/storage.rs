@@ -1,0 +1,101 @@
+//! Typed host buffers. One variant per dtype keeps `from_vec`/`to_vec` and
+//! ndarray interop zero-copy.
+
+use half::{bf16, f16};
+
+use crate::dtype::{DType, Element};
+
+/// A host buffer of one dtype.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuStorage {
+    Bool(Vec<bool>),
+    U8(Vec<u8>),
+    I32(Vec<i32>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// Runs `$body` with `$v` bound to the typed vector inside `$s`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_storage {
+    ($s:expr, |$v:ident| $body:expr) => {
+        match $s {
+            $crate::backend::cpu::CpuStorage::Bool($v) => $body,
+            $crate::backend::cpu::CpuStorage::U8($v) => $body,
+            $crate::backend::cpu::CpuStorage::I32($v) => $body,
+            $crate::backend::cpu::CpuStorage::F16($v) => $body,
+            $crate::backend::cpu::CpuStorage::BF16($v) => $body,
+            $crate::backend::cpu::CpuStorage::F32($v) => $body,
+            $crate::backend::cpu::CpuStorage::F64($v) => $body,
+        }
+    };
+}
+
+impl CpuStorage {
+    /// Zero-filled storage.
+    pub fn zeros(dtype: DType, len: usize) -> Self {
+        match dtype {
+            DType::Bool => CpuStorage::Bool(vec![false; len]),
+            DType::U8 => CpuStorage::U8(vec![0; len]),
+            DType::I32 => CpuStorage::I32(vec![0; len]),
+            DType::F16 => CpuStorage::F16(vec![f16::ZERO; len]),
+            DType::BF16 => CpuStorage::BF16(vec![bf16::ZERO; len]),
+            DType::F32 => CpuStorage::F32(vec![0.0; len]),
+            DType::F64 => CpuStorage::F64(vec![0.0; len]),
+        }
+    }
+
+    /// Storage of `dtype` holding `values` rounded as a cast would.
+    pub fn from_f64(dtype: DType, values: &[f64]) -> Self {
+        fn conv<T: Element>(v: &[f64]) -> CpuStorage {
+            T::into_storage(v.iter().map(|&x| T::from_f64(x)).collect())
+        }
+        match dtype {
+            DType::Bool => conv::<bool>(values),
+            DType::U8 => conv::<u8>(values),
+            DType::I32 => conv::<i32>(values),
+            DType::F16 => conv::<f16>(values),
+            DType::BF16 => conv::<bf16>(values),
+            DType::F32 => conv::<f32>(values),
+            DType::F64 => conv::<f64>(values),
+        }
+    }
+
+    pub fn dtype(&self) -> DType {
+        match self {
+            CpuStorage::Bool(_) => DType::Bool,
+            CpuStorage::U8(_) => DType::U8,
+            CpuStorage::I32(_) => DType::I32,
+            CpuStorage::F16(_) => DType::F16,
+            CpuStorage::BF16(_) => DType::BF16,
+            CpuStorage::F32(_) => DType::F32,
+            CpuStorage::F64(_) => DType::F64,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        with_storage!(self, |v| v.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` as f64.
+    pub fn get_f64(&self, i: usize) -> f64 {
+        with_storage!(self, |v| v[i].to_f64())
+    }
+
+    /// The elements at `indices`, as f64.
+    pub fn gather_f64(&self, indices: &[usize]) -> Vec<f64> {
+        with_storage!(self, |v| indices.iter().map(|&i| v[i].to_f64()).collect())
+    }
+
+    /// The elements at `indices`, in a new storage of the same dtype.
+    pub fn gather(&self, indices: &[usize]) -> CpuStorage {
+        with_storage!(self, |v| Element::into_storage(indices.iter().map(|&i| v[i]).collect()))
+    }
+}

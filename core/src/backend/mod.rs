@@ -1,0 +1,3 @@
+//! Backends: where a schedule's kernels run.
+
+pub mod cpu;

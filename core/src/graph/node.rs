@@ -1,0 +1,86 @@
+//! Graph nodes as tensors hold them: immutable shape/dtype/layout, plus a
+//! state that is either a pending op on input nodes or realized storage.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use crate::backend::cpu::CpuStorage;
+use crate::dtype::DType;
+use crate::graph::op::Op;
+use crate::layout::Layout;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Where a node stands: not computed yet, or computed.
+#[derive(Debug, Clone)]
+pub enum State {
+    Lazy { op: Op, inputs: Vec<Arc<Node>> },
+    /// The storage this node's `layout` indexes. Realizing a node drops its
+    /// inputs, so a long chain of realized steps does not keep old buffers.
+    Ready(Arc<CpuStorage>),
+}
+
+/// One value of the graph.
+#[derive(Debug)]
+pub struct Node {
+    pub id: u64,
+    pub dtype: DType,
+    /// The node's values as a view of its root's storage. For a node that is
+    /// not a view this is contiguous over its shape.
+    pub layout: Layout,
+    /// Elements in the root storage the layout indexes.
+    pub storage_len: usize,
+    state: RwLock<State>,
+}
+
+impl Node {
+    pub fn new(dtype: DType, layout: Layout, storage_len: usize, state: State) -> Arc<Node> {
+        Arc::new(Node {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            dtype,
+            layout,
+            storage_len,
+            state: RwLock::new(state),
+        })
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.layout.shape
+    }
+
+    /// A snapshot of the state (cheap: an op and some `Arc`s, or one `Arc`).
+    pub fn state(&self) -> State {
+        match self.state.read() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Consumes the node and returns its state.
+    pub fn into_state(self) -> State {
+        match self.state.into_inner() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    pub fn storage(&self) -> Option<Arc<CpuStorage>> {
+        match self.state() {
+            State::Ready(s) => Some(s),
+            State::Lazy { .. } => None,
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        matches!(self.state(), State::Ready(_))
+    }
+
+    /// Records the computed storage and drops the inputs.
+    pub fn set_ready(&self, storage: Arc<CpuStorage>) {
+        let mut guard = match self.state.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *guard = State::Ready(storage);
+    }
+}

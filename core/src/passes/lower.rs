@@ -1,0 +1,138 @@
+//! Lowering: every op node that computes something becomes a one-op kernel.
+//! The fusion passes then merge these kernels.
+
+use crate::dtype::DType;
+use crate::graph::graph::{GOp, Graph};
+use crate::graph::op::Op;
+use crate::passes::builder::{operand, set_kernel, Builder};
+use crate::schedule::kernel::{Body, ConcatBody, ExprNode, IndexBody, MapBody, MatmulBody, ReduceBody, Stage};
+
+/// Turns op nodes into kernels. Views and inputs stay as they are.
+pub fn lower(g: &mut Graph) -> bool {
+    let mut changed = false;
+    for i in 0..g.nodes.len() {
+        let GOp::Op(op) = g.nodes[i].op.clone() else { continue };
+        if matches!(op, Op::View(_)) {
+            continue;
+        }
+        lower_node(g, i, &op);
+        changed = true;
+    }
+    changed
+}
+
+fn lower_node(g: &mut Graph, i: usize, op: &Op) {
+    let n = g.nodes[i].clone();
+    let shape = n.shape().to_vec();
+    let dtype = n.dtype;
+    let mut b = Builder::default();
+    let map = |expr, out| Body::Map(MapBody { shape: shape.clone(), expr, out });
+    let body = match op {
+        Op::Full(s) => {
+            let c = b.expr.push(ExprNode::Const(*s), dtype);
+            map(std::mem::take(&mut b.expr), c)
+        }
+        Op::Arange { start, step } => {
+            let coord = b.expr.push(ExprNode::Coord(0), DType::I32);
+            let c = b.expr.push(ExprNode::Cast(DType::F64, coord), DType::F64);
+            let st = b.expr.push(ExprNode::Const(*step), DType::F64);
+            let s0 = b.expr.push(ExprNode::Const(*start), DType::F64);
+            let m = b.expr.push(ExprNode::Binary(crate::graph::op::BinaryOp::Mul, c, st), DType::F64);
+            let v = b.expr.push(ExprNode::Binary(crate::graph::op::BinaryOp::Add, m, s0), DType::F64);
+            let out = b.expr.push(ExprNode::Cast(dtype, v), dtype);
+            map(std::mem::take(&mut b.expr), out)
+        }
+        Op::Rand { seed, normal } => {
+            let r = b.expr.push(ExprNode::Rand { seed: *seed, normal: *normal }, DType::F32);
+            let out = if dtype == DType::F32 { r } else { b.expr.push(ExprNode::Cast(dtype, r), dtype) };
+            map(std::mem::take(&mut b.expr), out)
+        }
+        Op::Contiguous => {
+            let l = b.load(g, n.inputs[0]);
+            map(std::mem::take(&mut b.expr), l)
+        }
+        Op::Unary(u) => {
+            let a = b.load(g, n.inputs[0]);
+            let out = b.expr.push(ExprNode::Unary(*u, a), dtype);
+            map(std::mem::take(&mut b.expr), out)
+        }
+        Op::Binary(op) => {
+            let x = b.load(g, n.inputs[0]);
+            let y = b.load(g, n.inputs[1]);
+            let out = b.expr.push(ExprNode::Binary(*op, x, y), dtype);
+            map(std::mem::take(&mut b.expr), out)
+        }
+        Op::Where => {
+            let c = b.load(g, n.inputs[0]);
+            let x = b.load(g, n.inputs[1]);
+            let y = b.load(g, n.inputs[2]);
+            let out = b.expr.push(ExprNode::Where(c, x, y), dtype);
+            map(std::mem::take(&mut b.expr), out)
+        }
+        Op::Cast(t) => {
+            let a = b.load(g, n.inputs[0]);
+            let out = b.expr.push(ExprNode::Cast(*t, a), *t);
+            map(std::mem::take(&mut b.expr), out)
+        }
+        Op::Reduce { op, axes } => {
+            let input = n.inputs[0];
+            let value = b.load(g, input);
+            let out = b.expr.push(ExprNode::StageRef(0), dtype);
+            Body::Reduce(ReduceBody {
+                shape: g.nodes[input].shape().to_vec(),
+                axes: axes.clone(),
+                expr: b.expr,
+                stages: vec![Stage { op: *op, value }],
+                out,
+                out_full: false,
+            })
+        }
+        Op::Matmul => {
+            let (ra, la) = operand(g, n.inputs[0]);
+            let (rb, lb) = operand(g, n.inputs[1]);
+            let (aa, ab) = (b.arg(ra), b.arg(rb));
+            debug_assert_eq!((aa, ab), (0, 1));
+            if ra == rb {
+                // Same storage read twice (x @ x.t()): keep two argument slots.
+                b.args.push(rb);
+            }
+            let r = la.rank();
+            let acc_dtype = match dtype {
+                DType::F64 => DType::F64,
+                DType::I32 => DType::I32,
+                _ => DType::F32,
+            };
+            let acc = b.expr.push(ExprNode::Acc, acc_dtype);
+            let out = if acc_dtype == dtype { acc } else { b.expr.push(ExprNode::Cast(dtype, acc), dtype) };
+            Body::Matmul(MatmulBody {
+                batch: la.shape[..r - 2].to_vec(),
+                m: la.shape[r - 2],
+                k: la.shape[r - 1],
+                n: lb.shape[r - 1],
+                a: la,
+                b: lb,
+                acc_dtype,
+                epilogue: b.expr,
+                out,
+            })
+        }
+        Op::Concat { axis } => {
+            let mut parts = Vec::new();
+            for &inp in &n.inputs {
+                let (r, l) = operand(g, inp);
+                b.args.push(r);
+                parts.push(l);
+            }
+            Body::Concat(ConcatBody { shape: shape.clone(), axis: *axis, parts })
+        }
+        Op::IndexSelect { axis } | Op::Gather { axis } => {
+            let (rs, ls) = operand(g, n.inputs[0]);
+            let (ri, li) = operand(g, n.inputs[1]);
+            b.args.push(rs);
+            b.args.push(ri);
+            Body::Index(IndexBody { shape: shape.clone(), axis: *axis, src: ls, idx: li, gather: matches!(op, Op::Gather { .. }) })
+        }
+        Op::View(_) => return,
+    };
+    set_kernel(g, i, body, b.args, dtype, shape);
+}

@@ -1,0 +1,110 @@
+//! Realization: build the graph of the lazy tensors asked for, look its
+//! structure up in the schedule cache (or run the passes and schedule it),
+//! execute, and record the results in the tensors' nodes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::backend::cpu::exec::execute;
+use crate::error::Result;
+use crate::graph::build::build_graph;
+use crate::graph::graph::Graph;
+use crate::graph::print::{debug_enabled, graph_to_string};
+use crate::passes::{optimize, Limits};
+use crate::schedule::{schedule_graph, Schedule};
+use crate::tensor::Tensor;
+
+/// A compiled graph: the optimized graph (for inspection) and its schedule.
+#[derive(Debug)]
+pub struct Compiled {
+    pub graph: Graph,
+    pub schedule: Schedule,
+}
+
+type Cache = Mutex<HashMap<(u64, Limits), Vec<(Graph, Arc<Compiled>)>>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Entries the schedule cache holds at most; beyond that it starts over
+/// (a process that builds endless distinct shapes must not grow without bound).
+const CACHE_CAPACITY: usize = 4096;
+
+/// Cache hits and misses since start, for the benchmarks and tests.
+pub fn cache_stats() -> (u64, u64) {
+    let s = stats();
+    let g = s.lock().unwrap_or_else(|p| p.into_inner());
+    *g
+}
+
+fn stats() -> &'static Mutex<(u64, u64)> {
+    static STATS: OnceLock<Mutex<(u64, u64)>> = OnceLock::new();
+    STATS.get_or_init(|| Mutex::new((0, 0)))
+}
+
+/// Runs the passes and the scheduler on a graph.
+pub fn compile(mut graph: Graph, limits: &Limits) -> Result<Compiled> {
+    if debug_enabled("graph") {
+        eprintln!("== fusegraph graph before passes ==\n{}", graph_to_string(&graph));
+    }
+    optimize(&mut graph, limits);
+    if debug_enabled("graph") {
+        eprintln!("== fusegraph graph after passes ({} kernels) ==\n{}", graph.kernel_count(), graph_to_string(&graph));
+    }
+    let schedule = schedule_graph(&graph)?;
+    if debug_enabled("kernels") {
+        for (i, step) in schedule.steps.iter().enumerate() {
+            eprintln!("== fusegraph kernel {i}: {} ({} FLOP, {} B) ==\n{:#?}", step.kernel.kind(), step.kernel.flops(), step.kernel.bytes(), step.kernel.body);
+        }
+    }
+    Ok(Compiled { graph, schedule })
+}
+
+/// The compiled form of the graph that computes `tensors` (from the cache
+/// when a graph of the same structure was compiled before).
+pub fn compiled_for(tensors: &[Tensor], limits: &Limits) -> Result<Arc<Compiled>> {
+    let nodes: Vec<_> = tensors.iter().map(|t| t.node().clone()).collect();
+    let built = build_graph(&nodes);
+    lookup_or_compile(built.graph, limits)
+}
+
+fn lookup_or_compile(graph: Graph, limits: &Limits) -> Result<Arc<Compiled>> {
+    let key = (graph.structural_hash(), *limits);
+    {
+        let c = cache().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(hit) = c.get(&key).and_then(|v| v.iter().find(|(g, _)| *g == graph)) {
+            stats().lock().unwrap_or_else(|p| p.into_inner()).0 += 1;
+            return Ok(hit.1.clone());
+        }
+    }
+    stats().lock().unwrap_or_else(|p| p.into_inner()).1 += 1;
+    let compiled = Arc::new(compile(graph.clone(), limits)?);
+    let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
+    if c.len() >= CACHE_CAPACITY {
+        c.clear();
+    }
+    c.entry(key).or_default().push((graph, compiled.clone()));
+    Ok(compiled)
+}
+
+/// Computes `tensors` with the default CPU limits.
+pub fn realize(tensors: &[Tensor]) -> Result<()> {
+    realize_with(tensors, &Limits::cpu())
+}
+
+/// Computes `tensors` with explicit limits (e.g. fusion off for comparisons).
+pub fn realize_with(tensors: &[Tensor], limits: &Limits) -> Result<()> {
+    let pending: Vec<_> = tensors.iter().filter(|t| !t.is_realized()).map(|t| t.node().clone()).collect();
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let built = build_graph(&pending);
+    let compiled = lookup_or_compile(built.graph, limits)?;
+    let results = execute(&compiled.schedule, &built.leaf_storage)?;
+    for (node, storage) in pending.iter().zip(results) {
+        node.set_ready(storage);
+    }
+    Ok(())
+}
