@@ -1,15 +1,23 @@
 //! fusegraph-core: dtypes, strided layouts, the lazy op graph, fusion passes,
 //! the kernel IR, WGSL and CUDA C renderers, and the CPU backend.
 
+pub mod backend;
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod graph;
 pub mod layout;
+pub mod passes;
 pub mod rng;
+pub mod runtime;
 pub mod schedule;
 pub mod shape;
+pub mod tensor;
 
+pub use device::Device;
 pub use dtype::{DType, Element, Scalar};
+pub use passes::Limits;
+pub use tensor::Tensor;
 pub use error::{Error, Result};
 pub use layout::Layout;
 pub use shape::Shape;
