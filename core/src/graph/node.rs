@@ -33,6 +33,38 @@ pub struct Node {
     state: RwLock<State>,
 }
 
+impl Drop for Node {
+    fn drop(&mut self) {
+        // Inputs are released with an explicit stack: dropping the end of a
+        // 100k-op lazy chain must not recurse 100k frames deep.
+        let mut pending: Vec<Arc<Node>> = Vec::new();
+        let mut state = self.take_state();
+        loop {
+            match state {
+                State::Ready(storage) => {
+                    // A dropped result's buffer goes back to the CPU pool
+                    // when this node was its only owner.
+                    if let Ok(s) = Arc::try_unwrap(storage) {
+                        crate::backend::cpu::pool::give(s);
+                    }
+                }
+                State::Lazy { inputs, .. } => pending.extend(inputs),
+            }
+            let next = loop {
+                match pending.pop() {
+                    None => return,
+                    Some(n) => {
+                        if let Ok(mut owned) = Arc::try_unwrap(n) {
+                            break owned.take_state();
+                        }
+                    }
+                }
+            };
+            state = next;
+        }
+    }
+}
+
 impl Node {
     pub fn new(dtype: DType, layout: Layout, storage_len: usize, state: State) -> Arc<Node> {
         Arc::new(Node {
@@ -57,11 +89,13 @@ impl Node {
     }
 
     /// Consumes the node and returns its state.
-    pub fn into_state(self) -> State {
-        match self.state.into_inner() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+    pub fn into_state(mut self) -> State {
+        self.take_state()
+    }
+
+    fn take_state(&mut self) -> State {
+        let slot = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        std::mem::replace(slot, State::Lazy { op: Op::Contiguous, inputs: Vec::new() })
     }
 
     pub fn storage(&self) -> Option<Arc<CpuStorage>> {

@@ -20,10 +20,12 @@ pub trait Compute:
     fn is_nan(self) -> bool;
     fn unary(op: UnaryOp, x: Self) -> Self;
     fn powf(self, y: Self) -> Self;
+    /// e^x, vectorisable.
+    fn exp_fast(self) -> Self;
 }
 
 macro_rules! compute_impl {
-    ($t:ty, $erf:path) => {
+    ($t:ty, $erf:path, $exp:path) => {
         impl Compute for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -50,18 +52,22 @@ macro_rules! compute_impl {
                 <$t>::powf(self, y)
             }
             #[inline(always)]
+            fn exp_fast(self) -> Self {
+                $exp(self)
+            }
+            #[inline(always)]
             fn unary(op: UnaryOp, x: Self) -> Self {
                 match op {
                     UnaryOp::Neg => -x,
                     UnaryOp::Abs => x.abs(),
-                    UnaryOp::Exp => x.exp(),
+                    UnaryOp::Exp => x.exp_fast(),
                     UnaryOp::Log => x.ln(),
                     UnaryOp::Sqrt => x.sqrt(),
                     UnaryOp::Rsqrt => 1.0 / x.sqrt(),
                     UnaryOp::Sin => x.sin(),
                     UnaryOp::Cos => x.cos(),
                     UnaryOp::Tanh => x.tanh(),
-                    UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+                    UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp_fast()),
                     UnaryOp::Relu => {
                         if x < 0.0 {
                             0.0
@@ -74,7 +80,7 @@ macro_rules! compute_impl {
                         let c = 0.797_884_560_802_865_4 as $t;
                         0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
                     }
-                    UnaryOp::Silu => x / (1.0 + (-x).exp()),
+                    UnaryOp::Silu => x / (1.0 + (-x).exp_fast()),
                     UnaryOp::Not => (x == 0.0) as u8 as $t,
                 }
             }
@@ -82,8 +88,8 @@ macro_rules! compute_impl {
     };
 }
 
-compute_impl!(f32, libm::erff);
-compute_impl!(f64, libm::erf);
+compute_impl!(f32, libm::erff, crate::backend::cpu::fastmath::exp_f32);
+compute_impl!(f64, libm::erf, f64::exp);
 
 /// Applies `op` to a chunk in place: `a = op(a, b)`. Loops are simple so
 /// LLVM vectorises the common ones (add, mul, max, compare).
@@ -149,5 +155,35 @@ pub fn cast_chunk<T: Compute>(dtype: DType, a: &mut [T]) {
 pub fn wrap_chunk<T: Compute>(dtype: DType, a: &mut [T]) {
     for x in a.iter_mut() {
         *x = T::from_f64(wrap_int(x.to_f64() as i64, dtype));
+    }
+}
+
+/// `out = op(src)` with the op chosen outside the loop, so each arm is its
+/// own tight (vectorisable) loop.
+#[inline]
+pub fn unary_chunk<T: Compute>(op: UnaryOp, src: &[T], out: &mut [T]) {
+    macro_rules! each {
+        ($o:expr) => {
+            for (o, &x) in out.iter_mut().zip(src) {
+                *o = T::unary($o, x);
+            }
+        };
+    }
+    match op {
+        UnaryOp::Neg => each!(UnaryOp::Neg),
+        UnaryOp::Abs => each!(UnaryOp::Abs),
+        UnaryOp::Exp => each!(UnaryOp::Exp),
+        UnaryOp::Log => each!(UnaryOp::Log),
+        UnaryOp::Sqrt => each!(UnaryOp::Sqrt),
+        UnaryOp::Rsqrt => each!(UnaryOp::Rsqrt),
+        UnaryOp::Sin => each!(UnaryOp::Sin),
+        UnaryOp::Cos => each!(UnaryOp::Cos),
+        UnaryOp::Tanh => each!(UnaryOp::Tanh),
+        UnaryOp::Sigmoid => each!(UnaryOp::Sigmoid),
+        UnaryOp::Relu => each!(UnaryOp::Relu),
+        UnaryOp::GeluErf => each!(UnaryOp::GeluErf),
+        UnaryOp::GeluTanh => each!(UnaryOp::GeluTanh),
+        UnaryOp::Silu => each!(UnaryOp::Silu),
+        UnaryOp::Not => each!(UnaryOp::Not),
     }
 }

@@ -1,7 +1,7 @@
 //! Evaluates a kernel expression over one chunk of positions: every live
 //! node becomes a dense buffer, each op one tight loop over the chunk.
 
-use crate::backend::cpu::compute::{binary_chunk, cast_chunk, wrap_chunk, Compute};
+use crate::backend::cpu::compute::{binary_chunk, cast_chunk, unary_chunk, wrap_chunk, Compute};
 use crate::dtype::DType;
 use crate::rng;
 use crate::schedule::kernel::{Expr, ExprId, ExprNode};
@@ -20,15 +20,26 @@ pub trait Positions<T: Compute> {
 pub struct Scratch<T> {
     pub bufs: Vec<Vec<T>>,
     pub lin: Vec<u32>,
+    /// Nodes already computed for the current chunk. A row kernel whose row
+    /// fits in one chunk evaluates its stages and output over the same
+    /// positions, so loads and shared subexpressions are computed once per
+    /// row (stage results never change once their stage is done).
+    pub valid: Vec<bool>,
 }
 
 impl<T: Compute> Scratch<T> {
     pub fn new(expr: &Expr) -> Self {
-        Scratch { bufs: vec![Vec::new(); expr.len()], lin: Vec::new() }
+        Scratch { bufs: vec![Vec::new(); expr.len()], lin: Vec::new(), valid: vec![false; expr.len()] }
+    }
+
+    /// Forgets all values: the next evaluation is at new positions.
+    pub fn new_chunk(&mut self) {
+        self.valid.fill(false);
     }
 }
 
-/// Evaluates nodes `live` (in order) for `len` positions. Afterwards
+/// Evaluates nodes `live` (in order) for `len` positions, skipping nodes
+/// still valid since the last [`Scratch::new_chunk`]. Afterwards
 /// `scratch.bufs[id]` holds node `id`'s values.
 pub fn eval_chunk<T: Compute>(
     expr: &Expr,
@@ -40,6 +51,10 @@ pub fn eval_chunk<T: Compute>(
     scratch: &mut Scratch<T>,
 ) {
     for &i in live {
+        if scratch.valid[i] {
+            continue;
+        }
+        scratch.valid[i] = true;
         let mut buf = std::mem::take(&mut scratch.bufs[i]);
         buf.clear();
         buf.resize(len, T::ZERO);
@@ -48,10 +63,7 @@ pub fn eval_chunk<T: Compute>(
             ExprNode::Load { .. } => pos.load(i, &mut buf),
             ExprNode::Const(s) => buf.fill(T::from_f64(s.value)),
             ExprNode::Unary(op, a) => {
-                let src = &scratch.bufs[*a];
-                for (o, &x) in buf.iter_mut().zip(src) {
-                    *o = T::unary(*op, x);
-                }
+                unary_chunk(*op, &scratch.bufs[*a], &mut buf);
                 if dtype.is_int() {
                     wrap_chunk(dtype, &mut buf);
                 }

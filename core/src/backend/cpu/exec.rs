@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::backend::cpu::{copy, map, matmul, reduce, CpuStorage};
+use crate::backend::cpu::{copy, map, matmul, pool, reduce, CpuStorage};
 use crate::error::{Error, Result};
 use crate::schedule::kernel::{Body, Kernel};
 use crate::schedule::plan::{BufRef, Schedule};
@@ -31,7 +31,7 @@ pub fn execute(s: &Schedule, leaves: &[Arc<CpuStorage>]) -> Result<Vec<Arc<CpuSt
                 resize(&mut st, step.kernel.out_numel());
                 st
             }
-            _ => CpuStorage::zeros(step.kernel.out_dtype, step.kernel.out_numel()),
+            _ => pool::take(step.kernel.out_dtype, step.kernel.out_numel()),
         };
         {
             let args: Vec<&CpuStorage> = step
@@ -59,7 +59,13 @@ pub fn execute(s: &Schedule, leaves: &[Arc<CpuStorage>]) -> Result<Vec<Arc<CpuSt
                 pinned[i].clone().ok_or(Error::Backend { op: "execute", message: "output was not computed".into() })
             }
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()
+        .inspect(|_| {
+            // Intermediate buffers are done: offer them for the next run.
+            for st in slots.into_iter().flatten() {
+                pool::give(st);
+            }
+        })
 }
 
 fn resize(s: &mut CpuStorage, len: usize) {

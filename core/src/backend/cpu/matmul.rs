@@ -199,6 +199,7 @@ fn epilogue_typed<T: Compute, E: Element>(mm: &MatmulBody, args: &[&CpuStorage],
         for (ci, chunk) in block.chunks_mut(CHUNK).enumerate() {
             let start = base + ci * CHUNK;
             let pos = Linear { expr: &mm.epilogue, walks: &walks, args, shape: &shape, start };
+            scratch.new_chunk();
             eval_chunk(&mm.epilogue, &live, chunk.len(), &pos, &[], Some(&acc[start..start + chunk.len()]), &mut scratch);
             store_typed(chunk, &scratch.bufs[mm.out]);
         }

@@ -2,7 +2,7 @@
 //! kept axes, each stage folds its value over the row in chunks, then the
 //! output is written per row (one value) or per element (full rows).
 
-use crate::backend::cpu::access::{gather, Walk};
+use crate::backend::cpu::access::{gather, store_typed, Walk};
 use crate::backend::cpu::compute::Compute;
 use crate::backend::cpu::eval::{eval_chunk, needs_f64, Positions, Scratch};
 use crate::backend::cpu::map::CHUNK;
@@ -106,16 +106,14 @@ impl<T: Compute> Acc<T> {
                 *total += lanes.iter().map(|x| x.to_f64()).sum::<f64>() + part.to_f64();
             }
             Acc::Max(m, nan) => {
-                for &x in vals {
-                    *nan |= x.is_nan();
-                    *m = if x > *m { x } else { *m };
-                }
+                let (v, n) = fold_lanes(vals, *m, |a, b| if b > a { b } else { a });
+                *m = if v > *m { v } else { *m };
+                *nan |= n;
             }
             Acc::Min(m, nan) => {
-                for &x in vals {
-                    *nan |= x.is_nan();
-                    *m = if x < *m { x } else { *m };
-                }
+                let (v, n) = fold_lanes(vals, *m, |a, b| if b < a { b } else { a });
+                *m = if v < *m { v } else { *m };
+                *nan |= n;
             }
             Acc::ArgMax(m, idx, nan) => {
                 // NaN counts as the maximum (the first NaN wins), as in PyTorch.
@@ -167,6 +165,28 @@ impl<T: Compute> Acc<T> {
     }
 }
 
+/// Folds with 8 independent lanes (so LLVM emits vector max/min) and
+/// reports whether any NaN was seen.
+#[inline]
+fn fold_lanes<T: Compute>(vals: &[T], init: T, f: impl Fn(T, T) -> T) -> (T, bool) {
+    let mut lanes = [init; 8];
+    let mut nan = [false; 8];
+    let mut it = vals.chunks_exact(8);
+    for c in &mut it {
+        for l in 0..8 {
+            nan[l] |= c[l] != c[l];
+            lanes[l] = f(lanes[l], c[l]);
+        }
+    }
+    let mut acc = init;
+    let mut any = nan.iter().any(|&x| x);
+    for &x in it.remainder() {
+        any |= x.is_nan();
+        acc = f(acc, x);
+    }
+    (lanes.into_iter().fold(acc, &f), any)
+}
+
 pub fn run_reduce(r: &ReduceBody, args: &[&CpuStorage], out: &mut CpuStorage) {
     if needs_f64(&r.expr, out.dtype()) {
         crate::with_storage!(out, |o| reduce_typed::<f64, _>(r, args, o))
@@ -205,6 +225,8 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
     let out_len = out.len();
     // Few long rows: split each row across threads instead.
     let split_rows = n_outer < threads() && row_len >= 1 << 16;
+    // Rows that fit in one chunk keep every computed node for the whole row.
+    let one_chunk = row_len <= CHUNK && !split_rows;
     let rows_per_task = if split_rows { 1 } else { (16 * 1024 / row_len.max(1)).clamp(1, 1024) };
     let tasks = n_outer.div_ceil(rows_per_task);
     let write = |i: usize, v: T| {
@@ -234,12 +256,16 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
             let lin_walk = Walk::new(&row_layout(&domain, &r.axes, &outer_coords));
             let pos_at = |start: usize| RowPos { body: r, args, walks: &walks, lin_walk: &lin_walk, outer_coords: &outer_coords, row_shape: &row_shape, start };
             let mut stage_vals: Vec<T> = Vec::with_capacity(r.stages.len());
+            scratch.new_chunk();
             for (s, stage) in r.stages.iter().enumerate() {
                 let fold_range = |lo: usize, hi: usize, scratch: &mut Scratch<T>| {
                     let mut acc = Acc::<T>::new(stage.op);
                     let mut c = lo;
                     while c < hi {
                         let len = CHUNK.min(hi - c);
+                        if !one_chunk {
+                            scratch.new_chunk();
+                        }
                         eval_chunk(&r.expr, &stage_live[s], len, &pos_at(c), &stage_vals, None, scratch);
                         acc.fold(&scratch.bufs[stage.value], c);
                         c += len;
@@ -250,6 +276,7 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                     let seg = row_len.div_ceil(threads() * 4).max(CHUNK);
                     let parts = map_range(row_len.div_ceil(seg), |p| {
                         let mut sc = Scratch::<T>::new(&r.expr);
+                        sc.new_chunk();
                         fold_range(p * seg, ((p + 1) * seg).min(row_len), &mut sc)
                     });
                     parts.into_iter().reduce(|a, b| a.merge(b)).unwrap_or(Acc::new(stage.op))
@@ -262,11 +289,21 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                 let mut c = 0;
                 while c < row_len {
                     let len = CHUNK.min(row_len - c);
+                    if !one_chunk {
+                        scratch.new_chunk();
+                    }
                     eval_chunk(&r.expr, &out_live, len, &pos_at(c), &stage_vals, None, &mut scratch);
                     let vals = &scratch.bufs[r.out];
                     lin_walk.runs(c, len, |p, idx, n, st| {
-                        for j in 0..n {
-                            write((idx + j as isize * st) as usize, vals[p + j]);
+                        if st == 1 {
+                            // SAFETY: positions idx..idx+n belong to this row
+                            // only (see `SyncPtr`) and lie inside the output.
+                            let dst = unsafe { std::slice::from_raw_parts_mut(ptr.at(idx as usize), n) };
+                            store_typed(dst, &vals[p..p + n]);
+                        } else {
+                            for j in 0..n {
+                                write((idx + j as isize * st) as usize, vals[p + j]);
+                            }
                         }
                     });
                     c += len;
@@ -290,6 +327,7 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                     })
                     .collect();
                 let pos = RowPos { body: r, args, walks: &single, lin_walk: &lin_walk, outer_coords: &outer_coords, row_shape: &row_shape, start: 0 };
+                scratch.new_chunk();
                 eval_chunk(&r.expr, &out_live, 1, &pos, &stage_vals, None, &mut scratch);
                 write(o, scratch.bufs[r.out][0]);
             }

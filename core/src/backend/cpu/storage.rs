@@ -35,8 +35,38 @@ macro_rules! with_storage {
 }
 
 impl CpuStorage {
-    /// Zero-filled storage.
+    /// Zero-filled storage. Large buffers are advised to use transparent
+    /// huge pages: a fresh 64 MiB output otherwise spends more time in 16k
+    /// page faults than the kernel spends computing it.
     pub fn zeros(dtype: DType, len: usize) -> Self {
+        let mut s = CpuStorage::zeros_plain(dtype, len);
+        s.advise_huge_pages();
+        s
+    }
+
+    fn advise_huge_pages(&mut self) {
+        #[cfg(target_os = "linux")]
+        {
+            const HUGE: usize = 2 << 20;
+            let bytes = self.len() * self.dtype().size_in_bytes();
+            if bytes < 2 * HUGE {
+                return;
+            }
+            let start = with_storage!(self, |v| v.as_mut_ptr() as usize);
+            let aligned = (start + HUGE - 1) & !(HUGE - 1);
+            let end = (start + bytes) & !(HUGE - 1);
+            if end > aligned {
+                // SAFETY: the range lies inside this vector's allocation;
+                // MADV_HUGEPAGE only changes how the kernel backs the pages,
+                // never their contents, and an error leaves them as they were.
+                unsafe {
+                    libc::madvise(aligned as *mut libc::c_void, end - aligned, libc::MADV_HUGEPAGE);
+                }
+            }
+        }
+    }
+
+    fn zeros_plain(dtype: DType, len: usize) -> Self {
         match dtype {
             DType::Bool => CpuStorage::Bool(vec![false; len]),
             DType::U8 => CpuStorage::U8(vec![0; len]),

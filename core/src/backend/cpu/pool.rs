@@ -1,0 +1,72 @@
+//! A bounded pool of host buffers. Kernel outputs are usually the same few
+//! sizes again and again (a training step, an image pipeline, a benchmark
+//! loop); handing a dropped tensor's buffer to the next kernel of that size
+//! skips the allocator's zeroing and the kernel's page faults. Pooled
+//! buffers are never visible with old contents: only kernels that overwrite
+//! every element take from the pool.
+
+use std::sync::{Mutex, OnceLock};
+
+use crate::backend::cpu::CpuStorage;
+use crate::dtype::DType;
+
+/// Bytes the pool keeps at most; past that, returned buffers are freed.
+const MAX_POOLED_BYTES: usize = 512 << 20;
+/// Smaller buffers are cheap to allocate; pooling them is not worth a lock.
+const MIN_POOLED_BYTES: usize = 256 << 10;
+
+struct Pool {
+    bufs: Vec<CpuStorage>,
+    bytes: usize,
+}
+
+fn pool() -> &'static Mutex<Pool> {
+    static POOL: OnceLock<Mutex<Pool>> = OnceLock::new();
+    POOL.get_or_init(|| Mutex::new(Pool { bufs: Vec::new(), bytes: 0 }))
+}
+
+fn bytes_of(s: &CpuStorage) -> usize {
+    s.len() * s.dtype().size_in_bytes()
+}
+
+/// A buffer of `dtype` and `len` whose contents are unspecified: the caller
+/// must overwrite every element.
+pub fn take(dtype: DType, len: usize) -> CpuStorage {
+    if len * dtype.size_in_bytes() >= MIN_POOLED_BYTES {
+        let mut p = pool().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = p.bufs.iter().position(|b| b.dtype() == dtype && b.len() == len) {
+            let b = p.bufs.swap_remove(i);
+            p.bytes -= bytes_of(&b);
+            return b;
+        }
+    }
+    CpuStorage::zeros(dtype, len)
+}
+
+/// Offers a buffer nobody uses any more to the pool.
+pub fn give(s: CpuStorage) {
+    let b = bytes_of(&s);
+    if b < MIN_POOLED_BYTES || b > MAX_POOLED_BYTES {
+        return;
+    }
+    let mut p = pool().lock().unwrap_or_else(|e| e.into_inner());
+    // Oldest buffers go first when the pool is full.
+    while p.bytes + b > MAX_POOLED_BYTES && !p.bufs.is_empty() {
+        let old = p.bufs.remove(0);
+        p.bytes -= bytes_of(&old);
+    }
+    p.bytes += b;
+    p.bufs.push(s);
+}
+
+/// Bytes held by the pool now (for leak tests).
+pub fn pooled_bytes() -> usize {
+    pool().lock().unwrap_or_else(|e| e.into_inner()).bytes
+}
+
+/// Frees every pooled buffer.
+pub fn clear() {
+    let mut p = pool().lock().unwrap_or_else(|e| e.into_inner());
+    p.bufs.clear();
+    p.bytes = 0;
+}
