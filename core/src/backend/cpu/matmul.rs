@@ -6,7 +6,9 @@ use crate::backend::cpu::access::store_typed;
 use crate::backend::cpu::compute::Compute;
 use crate::backend::cpu::eval::{eval_chunk, Scratch};
 use crate::backend::cpu::map::{walks, Linear, BLOCK, CHUNK};
-use crate::backend::cpu::par::{for_blocks, threads};
+use crate::backend::cpu::par::for_blocks;
+#[cfg(feature = "rayon")]
+use crate::backend::cpu::par::threads;
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::{DType, Element};
 use crate::layout::Layout;
