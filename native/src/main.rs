@@ -1,1 +1,24 @@
-fn main() {}
+//! The `fusegraph` binary. See `fusegraph --help`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+
+use cli::{run, Cli};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("fusegraph: some results did not match the reference");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("fusegraph: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

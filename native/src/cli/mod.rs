@@ -1,0 +1,83 @@
+//! The `fusegraph` command line: `demo` (the default), `bench`, `profile`.
+
+pub mod bench;
+pub mod demo;
+pub mod measure;
+pub mod profile;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Fused tensor compute: run the demo, the benchmark suite or the profiler.
+#[derive(Debug, Parser)]
+#[command(name = "fusegraph", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build a few fused graphs on the CPU, compare kernel counts and timings
+    /// with fusion off, and check every result against the f64 reference.
+    Demo {
+        /// Timed runs per graph (after 3 warm-up runs).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        reps: u32,
+        /// Small inputs (a quick smoke run).
+        #[arg(long)]
+        small: bool,
+    },
+    /// Run a benchmark suite and write its results as JSON.
+    Bench {
+        /// The suite to run.
+        #[arg(long, value_enum, default_value_t = Suite::Cpu)]
+        suite: Suite,
+        /// Where the JSON goes.
+        #[arg(long, default_value = "bench/results/cpu-fusegraph.json")]
+        out: PathBuf,
+        /// About a tenth of the repetitions (for a smoke run; numbers are noisier).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Per-kernel time, FLOPs, bytes and arithmetic intensity of the demo graphs.
+    Profile {
+        /// Timed runs per kernel (after 2 warm-up runs).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        reps: u32,
+        /// Profile the one-kernel-per-op schedule instead of the fused one.
+        #[arg(long)]
+        unfused: bool,
+        /// Small inputs (a quick smoke run).
+        #[arg(long)]
+        small: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Suite {
+    /// CPU fast path: matmul, fused elementwise, broadcasts, reductions, overhead.
+    Cpu,
+}
+
+/// Runs the command; `Ok(false)` means a result failed its check.
+pub fn run(cli: Cli) -> fusegraph_core::Result<bool> {
+    match cli.command.unwrap_or(Command::Demo {
+        reps: 20,
+        small: false,
+    }) {
+        Command::Demo { reps, small } => demo::run(reps as usize, small),
+        Command::Bench { suite, out, quick } => {
+            let name = match suite {
+                Suite::Cpu => "cpu",
+            };
+            bench::run(name, &out, quick)
+        }
+        Command::Profile {
+            reps,
+            unfused,
+            small,
+        } => profile::run(reps as usize, unfused, small).map(|()| true),
+    }
+}
