@@ -1,7 +1,7 @@
 //! Turns the nodes reachable from some tensors into a [`Graph`]: lazy nodes
 //! become graph nodes, realized nodes become leaves.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use crate::backend::cpu::CpuStorage;
@@ -22,54 +22,48 @@ pub struct Built {
 pub fn build_graph(outputs: &[Arc<Node>]) -> Built {
     let mut graph = Graph::default();
     let mut leaf_storage: Vec<Arc<CpuStorage>> = Vec::new();
-    let mut leaf_of: HashMap<*const CpuStorage, usize> = HashMap::new();
+    let mut leaf_of: HashMap<*const CpuStorage, usize> = HashMap::default();
     let mut sources: Vec<Arc<Node>> = Vec::new();
-    let mut index_of: HashMap<u64, usize> = HashMap::new();
+    let mut index_of: HashMap<u64, usize> = HashMap::default();
 
     for out in outputs {
         // (node, inputs already pushed?)
-        let mut stack: Vec<(Arc<Node>, Option<Vec<Arc<Node>>>)> = vec![(out.clone(), None)];
+        let mut stack: Vec<(Arc<Node>, bool)> = vec![(out.clone(), false)];
         while let Some((node, expanded)) = stack.pop() {
             if index_of.contains_key(&node.id) {
                 continue;
             }
-            match (node.state(), expanded) {
-                (State::Ready(storage), _) => {
-                    let key = Arc::as_ptr(&storage);
+            let gnode = node.with_state(|state| match state {
+                State::Ready(storage) => {
+                    let key = Arc::as_ptr(storage);
                     let leaf = *leaf_of.entry(key).or_insert_with(|| {
                         leaf_storage.push(storage.clone());
                         graph.leaves.push(LeafInfo { dtype: storage.dtype(), len: storage.len() });
                         leaf_storage.len() - 1
                     });
-                    index_of.insert(node.id, graph.nodes.len());
-                    graph.nodes.push(GNode {
-                        op: GOp::Input(leaf),
-                        inputs: vec![],
-                        dtype: node.dtype,
-                        layout: node.layout.clone(),
-                        storage_len: storage.len(),
-                    });
-                    sources.push(node);
+                    Some(GNode { op: GOp::Input(leaf), inputs: vec![], dtype: node.dtype, layout: node.layout.clone(), storage_len: storage.len() })
                 }
-                (State::Lazy { op, inputs }, Some(_)) => {
-                    let ids = inputs.iter().map(|i| index_of[&i.id]).collect();
-                    index_of.insert(node.id, graph.nodes.len());
-                    graph.nodes.push(GNode {
-                        op: GOp::Op(op),
-                        inputs: ids,
-                        dtype: node.dtype,
-                        layout: node.layout.clone(),
-                        storage_len: node.storage_len,
-                    });
-                    sources.push(node);
-                }
-                (State::Lazy { inputs, .. }, None) => {
-                    let pending: Vec<Arc<Node>> = inputs.iter().filter(|i| !index_of.contains_key(&i.id)).cloned().collect();
-                    stack.push((node, Some(inputs)));
-                    for i in pending.into_iter().rev() {
-                        stack.push((i, None));
+                State::Lazy { op, inputs } if expanded => Some(GNode {
+                    op: GOp::Op(op.clone()),
+                    inputs: inputs.iter().map(|i| index_of[&i.id]).collect(),
+                    dtype: node.dtype,
+                    layout: node.layout.clone(),
+                    storage_len: node.storage_len,
+                }),
+                State::Lazy { inputs, .. } => {
+                    stack.push((node.clone(), true));
+                    for i in inputs.iter().rev() {
+                        if !index_of.contains_key(&i.id) {
+                            stack.push((i.clone(), false));
+                        }
                     }
+                    None
                 }
+            });
+            if let Some(g) = gnode {
+                index_of.insert(node.id, graph.nodes.len());
+                graph.nodes.push(g);
+                sources.push(node);
             }
         }
         graph.outputs.push(index_of[&out.id]);

@@ -151,7 +151,7 @@ impl Graph {
     /// A structural hash: ops, shapes, dtypes, layouts and leaf types, but not
     /// data. Equal graphs reuse one compiled schedule.
     pub fn structural_hash(&self) -> u64 {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = rustc_hash::FxHasher::default();
         self.nodes.len().hash(&mut h);
         for n in &self.nodes {
             match &n.op {

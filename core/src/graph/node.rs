@@ -98,6 +98,14 @@ impl Node {
         std::mem::replace(slot, State::Lazy { op: Op::Contiguous, inputs: Vec::new() })
     }
 
+    /// Runs `f` on the state without cloning it.
+    pub fn with_state<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        match self.state.read() {
+            Ok(s) => f(&s),
+            Err(poisoned) => f(&poisoned.into_inner()),
+        }
+    }
+
     pub fn storage(&self) -> Option<Arc<CpuStorage>> {
         match self.state() {
             State::Ready(s) => Some(s),

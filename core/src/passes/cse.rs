@@ -12,7 +12,7 @@ pub fn eliminate_common_subexpressions(g: &mut Graph) -> bool {
     for i in 0..g.nodes.len() {
         let n = &g.nodes[i];
         let GOp::Op(op) = &n.op else { continue };
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = rustc_hash::FxHasher::default();
         op.hash(&mut h);
         n.inputs.hash(&mut h);
         n.dtype.hash(&mut h);
