@@ -22,6 +22,8 @@ pub trait Compute:
     fn powf(self, y: Self) -> Self;
     /// e^x, vectorisable.
     fn exp_fast(self) -> Self;
+    /// The storage's elements when they already have this type (no conversion needed).
+    fn native(s: &crate::backend::cpu::CpuStorage) -> Option<&[Self]>;
 }
 
 macro_rules! compute_impl {
@@ -54,6 +56,10 @@ macro_rules! compute_impl {
             #[inline(always)]
             fn exp_fast(self) -> Self {
                 $exp(self)
+            }
+            #[inline(always)]
+            fn native(s: &crate::backend::cpu::CpuStorage) -> Option<&[Self]> {
+                <$t as Element>::slice(s)
             }
             #[inline(always)]
             fn unary(op: UnaryOp, x: Self) -> Self {

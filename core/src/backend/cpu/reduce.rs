@@ -258,8 +258,26 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
             let mut stage_vals: Vec<T> = Vec::with_capacity(r.stages.len());
             scratch.new_chunk();
             for (s, stage) in r.stages.iter().enumerate() {
+                // A stage that folds a dense input as it is stored skips the
+                // copy into a chunk buffer (plain sum/max/min of a tensor).
+                let direct: Option<&[T]> = match (&r.expr.nodes[stage.value], &walks[stage.value]) {
+                    (ExprNode::Load { arg, .. }, Some(w)) if w.dense() => T::native(args[*arg]).map(|v| {
+                        let o = w.offset as usize;
+                        &v[o..o + row_len]
+                    }),
+                    _ => None,
+                };
                 let fold_range = |lo: usize, hi: usize, scratch: &mut Scratch<T>| {
                     let mut acc = Acc::<T>::new(stage.op);
+                    if let Some(v) = direct {
+                        let mut c = lo;
+                        while c < hi {
+                            let len = (4 * CHUNK).min(hi - c);
+                            acc.fold(&v[c..c + len], c);
+                            c += len;
+                        }
+                        return acc;
+                    }
                     let mut c = lo;
                     while c < hi {
                         let len = CHUNK.min(hi - c);
