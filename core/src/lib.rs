@@ -2,6 +2,7 @@
 //! the kernel IR, WGSL and CUDA C renderers, and the CPU backend.
 
 pub mod backend;
+pub mod codegen;
 pub mod device;
 pub mod dtype;
 pub mod error;

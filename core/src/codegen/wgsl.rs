@@ -1,0 +1,553 @@
+//! The WGSL dialect: `let` declarations, `select`, storage-buffer bindings
+//! in group 0, bf16/u8/bool packed into `u32` words, f16 behind `enable f16;`.
+//! WGSL leaves NaN handling to the implementation, so NaN tests go through
+//! the bits, never through `x != x`.
+
+use super::render::{Lang, MAP_WG, MAX_GROUPS};
+use super::{Dialect, RenderOptions};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::schedule::{Body, Expr, ExprNode, Kernel};
+
+pub(crate) struct Wgsl {
+    args: Vec<DType>,
+    out: DType,
+    /// Some dtype of the kernel is f16, so the module needs `enable f16;`.
+    f16: bool,
+    /// The output is written at scattered positions into packed words
+    /// (row reductions, matmuls), so it is bound as atomics.
+    scattered: bool,
+}
+
+/// Every dtype a kernel mentions.
+fn dtypes(k: &Kernel) -> Vec<DType> {
+    let mut ds: Vec<DType> = k.args.iter().map(|a| a.dtype).collect();
+    ds.push(k.out_dtype);
+    let mut expr = |e: &Expr| {
+        ds.extend(e.dtypes.iter().copied());
+        for n in &e.nodes {
+            match n {
+                ExprNode::Cast(d, _) => ds.push(*d),
+                ExprNode::Const(s) => ds.push(s.dtype),
+                _ => {}
+            }
+        }
+    };
+    match &k.body {
+        Body::Map(m) => expr(&m.expr),
+        Body::Reduce(r) => expr(&r.expr),
+        Body::Matmul(mm) => {
+            expr(&mm.epilogue);
+            ds.push(mm.acc_dtype);
+        }
+        Body::Concat(_) | Body::Index(_) => {}
+    }
+    ds
+}
+
+/// Refuses what WGSL (with these options) cannot express.
+pub(crate) fn check(k: &Kernel, opts: &RenderOptions) -> Result<()> {
+    let ds = dtypes(k);
+    if ds.contains(&DType::F64) {
+        return Err(Error::UnsupportedDType {
+            op: "render_wgsl",
+            dtype: DType::F64,
+            why: "WGSL has no 64-bit floats; cast to f32 or run on CPU/CUDA",
+        });
+    }
+    if ds.contains(&DType::F16) && !opts.shader_f16 {
+        return Err(Error::UnsupportedDType {
+            op: "render_wgsl",
+            dtype: DType::F16,
+            why: "the adapter lacks the shader-f16 feature",
+        });
+    }
+    let buffers = k.args.len() + 1;
+    if buffers > opts.max_storage_buffers as usize {
+        return Err(Error::InvalidArgument {
+            op: "render_wgsl",
+            what: "storage buffers",
+            expected: "at most max_storage_buffers (the fuser must split or pack the kernel)",
+            got: format!("{buffers} > {}", opts.max_storage_buffers),
+        });
+    }
+    let biggest = k
+        .args
+        .iter()
+        .map(|a| a.len)
+        .chain([k.out_numel()])
+        .max()
+        .unwrap_or(0);
+    if biggest > i32::MAX as usize {
+        return Err(Error::InvalidArgument {
+            op: "render_wgsl",
+            what: "buffer length",
+            expected: "below 2^31 elements (WGSL indexes with i32)",
+            got: biggest.to_string(),
+        });
+    }
+    Ok(())
+}
+
+impl Wgsl {
+    pub(crate) fn new(k: &Kernel, _opts: &RenderOptions) -> Self {
+        let out = k.out_dtype;
+        let scattered = matches!(k.body, Body::Reduce(_) | Body::Matmul(_)) && Self::is_packed(out);
+        Wgsl {
+            args: k.args.iter().map(|a| a.dtype).collect(),
+            out,
+            f16: dtypes(k).contains(&DType::F16),
+            scattered,
+        }
+    }
+
+    fn is_packed(d: DType) -> bool {
+        matches!(d, DType::BF16 | DType::U8 | DType::Bool)
+    }
+
+    /// Storage element type of a binding.
+    fn storage(d: DType) -> &'static str {
+        match d {
+            DType::F32 => "f32",
+            DType::I32 => "i32",
+            DType::F16 => "f16",
+            _ => "u32",
+        }
+    }
+
+    /// The packed bits of one element of `d` (low bits of a `u32`).
+    fn bits(d: DType, v: &str) -> String {
+        match d {
+            DType::BF16 => format!("fg_bf16_bits({v})"),
+            DType::U8 => format!("(u32({v}) & 0xffu)"),
+            _ => format!("select(0u, 1u, {v})"),
+        }
+    }
+
+    /// Elements per word and bits per element of a packed dtype.
+    fn per_word(d: DType) -> (u32, u32) {
+        if d == DType::BF16 {
+            (2, 16)
+        } else {
+            (4, 8)
+        }
+    }
+
+    /// A non-packed output element in its storage type.
+    fn store_plain(d: DType, v: &str) -> String {
+        if d == DType::F16 {
+            format!("f16({v})")
+        } else {
+            v.to_string()
+        }
+    }
+}
+
+impl Lang for Wgsl {
+    fn dialect(&self) -> Dialect {
+        Dialect::Wgsl
+    }
+
+    fn cty(&self, d: DType) -> &'static str {
+        match d {
+            DType::Bool => "bool",
+            DType::U8 | DType::I32 => "i32",
+            DType::F64 => "f64",
+            _ => "f32",
+        }
+    }
+
+    fn ix(&self) -> &'static str {
+        "i32"
+    }
+
+    fn lit_ix(&self, v: i64) -> String {
+        self.lit_i32(v)
+    }
+
+    fn lit_i32(&self, v: i64) -> String {
+        if v == i32::MIN as i64 {
+            "(-2147483647i - 1i)".into()
+        } else if v < 0 {
+            format!("(-{}i)", -v)
+        } else {
+            format!("{v}i")
+        }
+    }
+
+    fn lit_u32(&self, v: u32) -> String {
+        format!("{v}u")
+    }
+
+    fn lit_u64(&self, v: u64) -> String {
+        format!("{v}u")
+    }
+
+    fn lit_float(&self, v: f64, _d: DType) -> String {
+        // Debug prints the shortest text that reads back as the same f32, always with '.' or 'e'.
+        let s = format!("{:?}", v as f32);
+        if v < 0.0 {
+            format!("({s}f)")
+        } else {
+            format!("{s}f")
+        }
+    }
+
+    fn decl(&self, name: &str, ty: &str, val: &str) -> String {
+        format!("let {name}: {ty} = {val};")
+    }
+
+    fn select(&self, cond: &str, t: &str, f: &str) -> String {
+        format!("select({f}, {t}, {cond})")
+    }
+
+    fn conv(&self, to: DType, v: &str) -> String {
+        format!("{}({v})", self.cty(to))
+    }
+
+    fn conv_ix(&self, v: &str) -> String {
+        v.to_string()
+    }
+
+    fn to_u32(&self, v: &str) -> String {
+        format!("u32({v})")
+    }
+
+    fn wrap_int(&self, op: char, a: &str, b: &str) -> String {
+        // WGSL defines runtime i32 arithmetic as wrapping.
+        format!("({a} {op} {b})")
+    }
+
+    fn clamp_int(&self, v: &str, lo: i64, hi: i64) -> String {
+        format!("clamp({v}, {}, {})", self.lit_i32(lo), self.lit_i32(hi))
+    }
+
+    fn round_f16(&self, v: &str) -> String {
+        format!("f32(f16({v}))")
+    }
+
+    fn math(&self, f: &str, _d: DType) -> String {
+        match f {
+            "rsqrt" => "inverseSqrt".into(),
+            other => other.into(),
+        }
+    }
+
+    fn load(&self, arg: usize, d: DType, idx: &str) -> String {
+        match d {
+            DType::F16 => format!("f32(fg_a{arg}[{idx}])"),
+            DType::BF16 | DType::U8 | DType::Bool => format!("fg_ld{arg}({idx})"),
+            _ => format!("fg_a{arg}[{idx}]"),
+        }
+    }
+
+    fn fn_head(
+        &self,
+        name: &str,
+        params: &[(String, String)],
+        ret: Option<&str>,
+        _buffers: bool,
+    ) -> String {
+        let ps: Vec<String> = params.iter().map(|(n, t)| format!("{n}: {t}")).collect();
+        match ret {
+            Some(r) => format!("fn {name}({}) -> {r} {{", ps.join(", ")),
+            None => format!("fn {name}({}) {{", ps.join(", ")),
+        }
+    }
+
+    fn call(&self, name: &str, args: &[String], _buffers: bool) -> String {
+        format!("{name}({})", args.join(", "))
+    }
+
+    fn helper_src(&self, name: &str) -> Option<String> {
+        Some(
+            match name {
+                "fg_isnan_f32" => "fn fg_isnan_f32(x: f32) -> bool {\n    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;\n}\n",
+                "fg_from_bits_f32" => {
+                    // A function call keeps non-finite constants out of WGSL's const evaluation, which rejects them.
+                    "fn fg_from_bits_f32(b: u32) -> f32 {\n    return bitcast<f32>(b);\n}\n"
+                }
+                "fg_max_f32" => "fn fg_max_f32(a: f32, b: f32) -> f32 {\n    if (fg_isnan_f32(a) || fg_isnan_f32(b)) {\n        return fg_from_bits_f32(0x7fc00000u);\n    }\n    return max(a, b);\n}\n",
+                "fg_min_f32" => "fn fg_min_f32(a: f32, b: f32) -> f32 {\n    if (fg_isnan_f32(a) || fg_isnan_f32(b)) {\n        return fg_from_bits_f32(0x7fc00000u);\n    }\n    return min(a, b);\n}\n",
+                "fg_relu_f32" => "fn fg_relu_f32(x: f32) -> f32 {\n    if (x > 0.0 || fg_isnan_f32(x)) {\n        return x;\n    }\n    return 0.0;\n}\n",
+                // Some backends build tanh from exp and overflow to NaN for large |x|; tanh(±10) is ±1 in f32.
+                "fg_tanh_f32" => "fn fg_tanh_f32(x: f32) -> f32 {\n    if (fg_isnan_f32(x)) {\n        return x;\n    }\n    return tanh(clamp(x, -10.0, 10.0));\n}\n",
+                "fg_sigmoid_f32" => "fn fg_sigmoid_f32(x: f32) -> f32 {\n    return 1.0 / (1.0 + exp(-x));\n}\n",
+                "fg_silu_f32" => "fn fg_silu_f32(x: f32) -> f32 {\n    return x / (1.0 + exp(-x));\n}\n",
+                // WGSL has no erf: Taylor series below 0.5 (where Abramowitz-Stegun
+                // 7.1.26 loses relative accuracy), A&S 7.1.26 (|error| < 1.5e-7) above.
+                "fg_erf_f32" => concat!(
+                    "fn fg_erf_f32(x: f32) -> f32 {\n",
+                    "    let ax = abs(x);\n",
+                    "    if (ax < 0.5) {\n",
+                    "        let t = x * x;\n",
+                    "        return x * (1.1283791670955126 + t * (-0.37612638903183754 + t * (0.11283791670955126 + t * (-0.026866170645131252 + t * (0.005223977625442188 + t * (-0.0008548327023450852 + t * 0.00012055332981789664))))));\n",
+                    "    }\n",
+                    "    let p = 1.0 / (1.0 + 0.3275911 * ax);\n",
+                    "    let poly = p * (0.254829592 + p * (-0.284496736 + p * (1.421413741 + p * (-1.453152027 + p * 1.061405429))));\n",
+                    "    let y = 1.0 - poly * exp(-ax * ax);\n",
+                    "    return select(y, -y, x < 0.0);\n",
+                    "}\n"
+                ),
+                "fg_gelu_f32" => "fn fg_gelu_f32(x: f32) -> f32 {\n    return 0.5 * x * (1.0 + fg_erf_f32(x * 0.7071067811865476));\n}\n",
+                "fg_gelu_tanh_f32" => "fn fg_gelu_tanh_f32(x: f32) -> f32 {\n    return 0.5 * x * (1.0 + fg_tanh_f32(0.7978845608028654 * (x + 0.044715 * x * x * x)));\n}\n",
+                // WGSL's pow is undefined for x < 0; this follows C's powf: negative
+                // bases with integer exponents keep the sign of odd powers, other
+                // negative bases give NaN, pow(x, 0) = pow(1, y) = 1 even for NaN.
+                "fg_pow_f32" => concat!(
+                    "fn fg_pow_f32(x: f32, y: f32) -> f32 {\n",
+                    "    if (y == 0.0 || x == 1.0) {\n",
+                    "        return 1.0;\n",
+                    "    }\n",
+                    "    if (fg_isnan_f32(x) || fg_isnan_f32(y)) {\n",
+                    "        return fg_from_bits_f32(0x7fc00000u);\n",
+                    "    }\n",
+                    "    let ax = abs(x);\n",
+                    "    var r: f32;\n",
+                    "    if (ax == 0.0) {\n",
+                    "        r = select(fg_from_bits_f32(0x7f800000u), 0.0, y > 0.0);\n",
+                    "    } else if (ax == 1.0) {\n",
+                    "        r = 1.0;\n",
+                    "    } else {\n",
+                    "        r = exp2(y * log2(ax));\n",
+                    "    }\n",
+                    "    if (bitcast<u32>(x) >= 0x80000000u) {\n",
+                    "        if (floor(y) != y) {\n",
+                    "            return select(r, fg_from_bits_f32(0x7fc00000u), x < 0.0);\n",
+                    "        }\n",
+                    "        if (abs(y) < 16777216.0 && fract(y * 0.5) != 0.0) {\n",
+                    "            return -r;\n",
+                    "        }\n",
+                    "    }\n",
+                    "    return r;\n",
+                    "}\n"
+                ),
+                "fg_f2i_f32" => concat!(
+                    "fn fg_f2i_f32(x: f32) -> i32 {\n",
+                    "    if (fg_isnan_f32(x)) {\n",
+                    "        return 0i;\n",
+                    "    }\n",
+                    "    if (x >= 2147483648.0) {\n",
+                    "        return 2147483647i;\n",
+                    "    }\n",
+                    "    if (x <= -2147483648.0) {\n",
+                    "        return -2147483647i - 1i;\n",
+                    "    }\n",
+                    "    return i32(x);\n",
+                    "}\n"
+                ),
+                "fg_f2u8_f32" => "fn fg_f2u8_f32(x: f32) -> i32 {\n    if (fg_isnan_f32(x)) {\n        return 0i;\n    }\n    return i32(clamp(x, 0.0, 255.0));\n}\n",
+                "fg_idiv_i32" => "fn fg_idiv_i32(a: i32, b: i32) -> i32 {\n    if (b == 0i) {\n        return 0i;\n    }\n    if (b == -1i) {\n        return 0i - a;\n    }\n    return a / b;\n}\n",
+                "fg_ipow_i32" => concat!(
+                    "fn fg_ipow_i32(x: i32, y: i32) -> i32 {\n",
+                    "    if (y < 0i) {\n",
+                    "        return 0i;\n",
+                    "    }\n",
+                    "    var base = bitcast<u32>(x);\n",
+                    "    var e = bitcast<u32>(y);\n",
+                    "    var r = 1u;\n",
+                    "    while (e != 0u) {\n",
+                    "        if ((e & 1u) != 0u) {\n",
+                    "            r = r * base;\n",
+                    "        }\n",
+                    "        base = base * base;\n",
+                    "        e = e >> 1u;\n",
+                    "    }\n",
+                    "    return bitcast<i32>(r);\n",
+                    "}\n"
+                ),
+                "fg_abs_i32" => "fn fg_abs_i32(a: i32) -> i32 {\n    return select(a, 0i - a, a < 0i);\n}\n",
+                "fg_argbetter_f32" => concat!(
+                    "fn fg_argbetter_f32(v: f32, i: i32, bv: f32, bi: i32) -> bool {\n",
+                    "    let nv = fg_isnan_f32(v);\n",
+                    "    let nb = fg_isnan_f32(bv);\n",
+                    "    if (nv != nb) {\n",
+                    "        return nv;\n",
+                    "    }\n",
+                    "    if (nv) {\n",
+                    "        return i < bi;\n",
+                    "    }\n",
+                    "    return v > bv || (v == bv && i < bi);\n",
+                    "}\n"
+                ),
+                "fg_argbetter_i32" => "fn fg_argbetter_i32(v: i32, i: i32, bv: i32, bi: i32) -> bool {\n    return v > bv || (v == bv && i < bi);\n}\n",
+                // Round to nearest even like half::bf16::from_f32; NaN stays a quiet NaN.
+                "fg_bf16_bits" => concat!(
+                    "fn fg_bf16_bits(x: f32) -> u32 {\n",
+                    "    let u = bitcast<u32>(x);\n",
+                    "    if ((u & 0x7fffffffu) > 0x7f800000u) {\n",
+                    "        return (u >> 16u) | 0x40u;\n",
+                    "    }\n",
+                    "    return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;\n",
+                    "}\n"
+                ),
+                "fg_round_bf16" => "fn fg_round_bf16(x: f32) -> f32 {\n    return bitcast<f32>(fg_bf16_bits(x) << 16u);\n}\n",
+                // core/src/rng.rs, operation for operation, so draws match the CPU.
+                "fg_pcg_hash" => concat!(
+                    "fn fg_pcg_hash(x: u32) -> u32 {\n",
+                    "    let state = x * 747796405u + 2891336453u;\n",
+                    "    let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;\n",
+                    "    return (word >> 22u) ^ word;\n",
+                    "}\n"
+                ),
+                "fg_uniform" => "fn fg_uniform(key: u32, index: u32) -> f32 {\n    return f32(fg_pcg_hash(index ^ key) >> 8u) * (1.0 / 16777216.0);\n}\n",
+                "fg_normal" => concat!(
+                    "fn fg_normal(key: u32, index: u32) -> f32 {\n",
+                    "    let u1 = fg_uniform(key, index * 2u);\n",
+                    "    let u2 = fg_uniform(key, index * 2u + 1u);\n",
+                    "    return sqrt(-2.0 * log(1.0 - u1)) * cos(6.2831855 * u2);\n",
+                    "}\n"
+                ),
+                _ => return None,
+            }
+            .to_string(),
+        )
+    }
+
+    fn io_helpers(&self) -> Vec<&'static str> {
+        if self.out == DType::BF16 {
+            vec!["fg_bf16_bits"]
+        } else {
+            vec![]
+        }
+    }
+
+    fn load_fns(&self) -> String {
+        let mut s = String::new();
+        for (i, &d) in self.args.iter().enumerate() {
+            let body = match d {
+                DType::BF16 => format!(
+                    "fn fg_ld{i}(i: i32) -> f32 {{\n    let w = fg_a{i}[u32(i) >> 1u];\n    return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1i) == 1i));\n}}\n\n"
+                ),
+                DType::U8 => format!("fn fg_ld{i}(i: i32) -> i32 {{\n    let w = fg_a{i}[u32(i) >> 2u];\n    return i32((w >> ((u32(i) & 3u) * 8u)) & 0xffu);\n}}\n\n"),
+                DType::Bool => format!("fn fg_ld{i}(i: i32) -> bool {{\n    let w = fg_a{i}[u32(i) >> 2u];\n    return ((w >> ((u32(i) & 3u) * 8u)) & 0xffu) != 0u;\n}}\n\n"),
+                _ => continue,
+            };
+            s.push_str(&body);
+        }
+        s
+    }
+
+    fn store_fn(&self) -> String {
+        let t = self.cty(self.out);
+        if self.scattered {
+            let (per, width) = Self::per_word(self.out);
+            let mask = if width == 16 { "0xffffu" } else { "0xffu" };
+            // Every element owns distinct bits of its word: clearing then setting
+            // them atomically is exact whatever the word held and whoever else
+            // writes its other elements.
+            format!(
+                "fn fg_store(e: i32, v: {t}) {{\n    let w = u32(e) / {per}u;\n    let sh = (u32(e) % {per}u) * {width}u;\n    atomicAnd(&fg_out[w], ~({mask} << sh));\n    atomicOr(&fg_out[w], {} << sh);\n}}\n",
+                Self::bits(self.out, "v")
+            )
+        } else {
+            format!(
+                "fn fg_store(e: i32, v: {t}) {{\n    fg_out[e] = {};\n}}\n",
+                Self::store_plain(self.out, "v")
+            )
+        }
+    }
+
+    fn elementwise_entry(&self, name: &str, numel: usize) -> (String, [u32; 3], [u32; 3]) {
+        let packed = Self::is_packed(self.out);
+        let (per, width) = if packed {
+            Self::per_word(self.out)
+        } else {
+            (1, 0)
+        };
+        let threads = (numel as u64).div_ceil(per as u64);
+        let groups = threads.div_ceil(MAP_WG as u64);
+        let dispatch = if groups <= MAX_GROUPS {
+            [groups as u32, 1, 1]
+        } else {
+            [MAX_GROUPS as u32, groups.div_ceil(MAX_GROUPS) as u32, 1]
+        };
+        let row = dispatch[0] as u64 * MAP_WG as u64;
+        let mut s = format!("@compute @workgroup_size({MAP_WG})\nfn {name}(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}", self.touch());
+        s.push_str(&format!("    let t = gid.y * {row}u + gid.x;\n    if (t >= {threads}u) {{\n        return;\n    }}\n"));
+        if packed {
+            // One invocation owns a whole word, so packed outputs need no atomics.
+            s.push_str(&format!(
+                "    var word = 0u;\n    for (var j = 0u; j < {per}u; j = j + 1u) {{\n        let e = t * {per}u + j;\n        if (e < {numel}u) {{\n            word = word | ({} << (j * {width}u));\n        }}\n    }}\n    fg_out[t] = word;\n",
+                Self::bits(self.out, "fg_value(i32(e))")
+            ));
+        } else {
+            s.push_str(&format!(
+                "    fg_out[t] = {};\n",
+                Self::store_plain(self.out, "fg_value(i32(t))")
+            ));
+        }
+        s.push_str("}\n");
+        (s, [MAP_WG, 1, 1], dispatch)
+    }
+
+    fn row_dispatch(&self, rows: usize) -> ([u32; 3], u64) {
+        let rows = rows as u64;
+        if rows <= MAX_GROUPS {
+            ([rows as u32, 1, 1], rows.max(1))
+        } else {
+            (
+                [MAX_GROUPS as u32, rows.div_ceil(MAX_GROUPS) as u32, 1],
+                MAX_GROUPS,
+            )
+        }
+    }
+
+    fn reduce_template(&self) -> &'static str {
+        include_str!("../../../shaders/reduce.wgsl")
+    }
+
+    fn matmul_template(&self) -> &'static str {
+        include_str!("../../../shaders/matmul.wgsl")
+    }
+
+    fn touch(&self) -> String {
+        (0..self.args.len())
+            .map(|i| format!("    _ = arrayLength(&fg_a{i});\n"))
+            .collect()
+    }
+
+    fn params(&self) -> String {
+        String::new()
+    }
+
+    fn bufs(&self) -> String {
+        String::new()
+    }
+
+    fn words(&self, d: DType, len: usize) -> usize {
+        // WebGPU rejects zero-sized bindings and sizes that are not whole words.
+        (len * d.size_in_bytes()).div_ceil(4).max(1)
+    }
+
+    fn packed(&self, d: DType) -> bool {
+        Self::is_packed(d)
+    }
+
+    fn assemble(&self, name: &str, kind: &str, helpers: &str, funcs: &str, entry: &str) -> String {
+        let mut s = String::new();
+        if self.f16 {
+            s.push_str("enable f16;\n\n");
+        }
+        s.push_str(&format!("// {name}: fusegraph {kind} kernel\n\n"));
+        for (i, &d) in self.args.iter().enumerate() {
+            s.push_str(&format!(
+                "@group(0) @binding({i}) var<storage, read> fg_a{i}: array<{}>;\n",
+                Self::storage(d)
+            ));
+        }
+        let out_t = if self.scattered {
+            "atomic<u32>"
+        } else {
+            Self::storage(self.out)
+        };
+        s.push_str(&format!(
+            "@group(0) @binding({}) var<storage, read_write> fg_out: array<{out_t}>;\n\n",
+            self.args.len()
+        ));
+        s.push_str(helpers);
+        s.push_str(funcs);
+        s.push_str(entry);
+        s
+    }
+}

@@ -1,0 +1,75 @@
+// fusegraph row reduction (WGSL). Sections are filled by core/src/codegen.
+//
+// One workgroup per row (a position of the kept axes). Every stage folds its
+// value over the row with a strided loop, so rows longer than the workgroup
+// need no second pass, then halves a tree in workgroup memory. Each stage has
+// its own workgroup array, so the finished value can be read by every
+// invocation after the tree's last barrier without a race against the next
+// stage's writes.
+//@@ main
+{{SHARED}}
+@compute @workgroup_size({{WG}})
+fn {{NAME}}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>) {
+{{TOUCH}}
+    // workgroup_id is uniform, so this early exit keeps the barriers below in uniform control flow.
+    let row_u = wid.y * {{GRID_X}}u + wid.x;
+    if (row_u >= {{ROWS}}u) {
+        return;
+    }
+    let row = i32(row_u);
+    let lid = i32(lid3.x);
+{{STAGES}}{{OUTPUT}}}
+//@@ shared
+var<workgroup> fg_sh{{S}}: array<{{T}}, {{WG}}>;
+//@@ shared_argmax
+var<workgroup> fg_sh{{S}}: array<{{T}}, {{WG}}>;
+var<workgroup> fg_shi{{S}}: array<i32, {{WG}}>;
+//@@ stage
+    var acc{{S}}: {{T}} = {{IDENT}};
+    for (var r = lid; r < {{ROW_LEN}}; r = r + {{WG}}) {
+        let v = {{VALUE}};
+        acc{{S}} = {{COMBINE_ACC}};
+    }
+    fg_sh{{S}}[lid] = acc{{S}};
+    workgroupBarrier();
+    for (var s = {{HALF}}; s > 0; s = s / 2) {
+        if (lid < s) {
+            fg_sh{{S}}[lid] = {{COMBINE_TREE}};
+        }
+        workgroupBarrier();
+    }
+    let st{{S}} = fg_sh{{S}}[0];
+//@@ stage_argmax
+    // Ties and NaN: the first (lowest flattened index) maximum wins, NaN beats numbers.
+    var acc{{S}}: {{T}} = {{IDENT}};
+    var arg{{S}}: i32 = 2147483647;
+    for (var r = lid; r < {{ROW_LEN}}; r = r + {{WG}}) {
+        let v = {{VALUE}};
+        if ({{BETTER}}(v, r, acc{{S}}, arg{{S}})) {
+            acc{{S}} = v;
+            arg{{S}} = r;
+        }
+    }
+    fg_sh{{S}}[lid] = acc{{S}};
+    fg_shi{{S}}[lid] = arg{{S}};
+    workgroupBarrier();
+    for (var s = {{HALF}}; s > 0; s = s / 2) {
+        if (lid < s) {
+            let vb = fg_sh{{S}}[lid + s];
+            let ib = fg_shi{{S}}[lid + s];
+            if ({{BETTER}}(vb, ib, fg_sh{{S}}[lid], fg_shi{{S}}[lid])) {
+                fg_sh{{S}}[lid] = vb;
+                fg_shi{{S}}[lid] = ib;
+            }
+        }
+        workgroupBarrier();
+    }
+    let st{{S}} = fg_shi{{S}}[0];
+//@@ out_full
+    for (var r = lid; r < {{ROW_LEN}}; r = r + {{WG}}) {
+        {{WRITE}};
+    }
+//@@ out_row
+    if (lid == 0) {
+        {{WRITE}};
+    }
