@@ -28,6 +28,9 @@ struct Case {
     reps: usize,
     build: Build,
     verify: Verify,
+    /// What the cross-check with NumPy divides the checksum difference by
+    /// (default: the sum of the result's magnitudes).
+    checksum_scale: Option<f64>,
 }
 
 /// Relative tolerance (to the largest reference magnitude) for f32 results.
@@ -40,6 +43,7 @@ fn matmul_case(n: usize, reps: usize) -> Result<Case> {
         name: leak(format!("matmul_{n}")),
         what: format!("f32 matmul {n}x{n} @ {n}x{n}"),
         reps,
+        checksum_scale: None,
         build: Box::new(move || a.matmul(&b)),
         // Rows 0..8 of the product against the reference of a[0..8] @ b.
         verify: Box::new(move |out| {
@@ -71,6 +75,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
         name: "fused_mul_add_relu_16m",
         what: "relu(a*b+c), a, b, c: 16M f32 (one fused kernel)".into(),
         reps: r(100),
+        checksum_scale: None,
         build: Box::new(move || a.mul(&b)?.add(&c)?.relu()),
         verify: Box::new(move |out| {
             let k = 1 << 16;
@@ -112,6 +117,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
             name,
             what: format!("broadcast add {xs:?} + {rs:?}, f32"),
             reps,
+            checksum_scale: None,
             build: Box::new(move || x.add(&y)),
             verify: Box::new(move |out| {
                 if big {
@@ -152,6 +158,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
             reps: r(100),
             build: Box::new(move || f(&x)),
             verify: Box::new(move |out| check_scaled(out, &f(&x2)?, scale, 1e-5)),
+            checksum_scale: scale,
         });
     }
 
@@ -162,6 +169,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
         name: "matmul_1024_transposed_rhs",
         what: "f32 matmul 1024x1024 @ (1024x1024).t() (a strided view, no copy)".into(),
         reps: r(100),
+        checksum_scale: None,
         build: Box::new(move || a.matmul(&bt.t()?)),
         verify: Box::new(move |out| {
             check(
@@ -310,6 +318,7 @@ pub fn run(suite: &str, out: &Path, quick: bool) -> Result<bool> {
         });
     }
     let warmup = if quick { 2 } else { 5 };
+    let load_start = loadavg();
     let m = machine();
     eprintln!("measuring memcpy bandwidth ...");
     let bw = memcpy_gbps();
@@ -359,7 +368,7 @@ pub fn run(suite: &str, out: &Path, quick: bool) -> Result<bool> {
             "gbps": fused.bytes as f64 / t / 1e9,
             "roofline_fraction": roofline_fraction(fused.flops, fused.bytes, t, m.peak_gflops_estimate, bw),
             "check": chk,
-            "checksum": { "sum": cs.0, "abs_sum": cs.1 },
+            "checksum": { "sum": cs.0, "abs_sum": cs.1, "scale": case.checksum_scale.unwrap_or(cs.1) },
             "extra": extra,
         }));
     }
@@ -380,6 +389,8 @@ pub fn run(suite: &str, out: &Path, quick: bool) -> Result<bool> {
         "memcpy_gbps": bw,
         "memcpy_method": "copy_from_slice of 256 MiB f32, best of 1 thread and all threads, bytes read + written",
         "machine": m,
+        "loadavg_start": load_start,
+        "loadavg_end": loadavg(),
         "cases": results,
     });
     if let Some(dir) = out.parent() {
@@ -394,6 +405,13 @@ pub fn run(suite: &str, out: &Path, quick: bool) -> Result<bool> {
     std::fs::write(out, text + "\n").map_err(|e| io_err(out, e))?;
     eprintln!("wrote {}", out.display());
     Ok(all_ok)
+}
+
+/// The 1, 5 and 15 minute load averages (other work on the machine skews timings).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> Error {

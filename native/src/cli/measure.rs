@@ -185,7 +185,11 @@ pub struct Machine {
     pub cpu_model: String,
     pub cores: usize,
     pub ghz: f64,
-    /// cores × GHz × 32 FLOP/cycle (two 8-wide f32 FMA units per core, AVX2).
+    /// f32 FLOP per cycle per core assumed for the peak: 32 with AVX2 FMA, 64 with AVX-512.
+    pub flop_per_cycle: u32,
+    /// cores × GHz × 32 (AVX2), the convention.
+    pub peak_gflops_avx2: f64,
+    /// cores × GHz × `flop_per_cycle`: what the roofline fractions use.
     pub peak_gflops_estimate: f64,
     pub peak_assumption: &'static str,
 }
@@ -211,12 +215,16 @@ pub fn machine() -> Machine {
         .and_then(|s| s.parse::<f64>().ok())
         .map(|m| m / 1000.0);
     let ghz = nominal.or(current).unwrap_or(2.0);
+    let avx512 = field("flags").is_some_and(|f| f.split_whitespace().any(|x| x == "avx512f"));
+    let flop_per_cycle = if avx512 { 64 } else { 32 };
     Machine {
         cpu_model,
         cores,
         ghz,
-        peak_gflops_estimate: cores as f64 * ghz * 32.0,
-        peak_assumption: "cores x GHz x 32 f32 FLOP/cycle (2 AVX2 FMA units x 8 lanes x 2); clock from the CPU model name, else /proc/cpuinfo MHz; no turbo",
+        flop_per_cycle,
+        peak_gflops_avx2: cores as f64 * ghz * 32.0,
+        peak_gflops_estimate: cores as f64 * ghz * flop_per_cycle as f64,
+        peak_assumption: "cores x GHz x FLOP/cycle, 2 FMA units x 2 FLOP x 8 f32 lanes (AVX2) = 32, or x 16 lanes (AVX-512, used when the CPU reports avx512f) = 64; clock from the CPU model name, else /proc/cpuinfo MHz; no turbo, no AVX frequency drop",
     }
 }
 

@@ -35,7 +35,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Suite::Cpu)]
         suite: Suite,
         /// Where the JSON goes.
-        #[arg(long, default_value = "bench/results/cpu-fusegraph.json")]
+        #[arg(long, default_value = "bench/results/cpu.json")]
         out: PathBuf,
         /// About a tenth of the repetitions (for a smoke run; numbers are noisier).
         #[arg(long)]
