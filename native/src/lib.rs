@@ -1,1 +1,10 @@
+//! fusegraph: fused tensor compute. This crate re-exports [`fusegraph_core`]
+//! (the `Tensor` API, the runtime and the CPU backend) and ships the
+//! `fusegraph` command line.
+
 pub use fusegraph_core::*;
+
+/// The README's Rust examples, compiled and run as doc tests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Every check the project has, in one pass: formatting, clippy, the test
+# suites of the whole workspace, and the wasm32 build of the core and the
+# wasm crate. Installs the toolchain pieces it needs. Runs every section
+# even when an earlier one fails, then exits nonzero if any failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+failed=()
+section() { printf '\n===== %s =====\n' "$1"; }
+run() {
+  local name=$1
+  shift
+  section "$name"
+  echo "+ $*"
+  if "$@"; then
+    echo "-- $name: ok"
+  else
+    echo "-- $name: FAILED"
+    failed+=("$name")
+  fi
+}
+
+section "toolchain"
+if ! command -v cargo >/dev/null; then
+  echo "cargo not found: install Rust with rustup first" >&2
+  exit 1
+fi
+if command -v rustup >/dev/null; then
+  installed=$(rustup component list --installed)
+  for c in rustfmt clippy; do
+    grep -q "^$c" <<<"$installed" || rustup component add "$c"
+  done
+  rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+fi
+rustc --version
+cargo --version
+
+run "cargo fmt --check" cargo fmt --all -- --check
+run "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
+run "cargo test" cargo test --workspace
+run "wasm32 build" cargo build -p fusegraph-core -p fusegraph-wasm --target wasm32-unknown-unknown --no-default-features
+
+section "summary"
+if ((${#failed[@]})); then
+  printf 'failed sections: %s\n' "${failed[*]}"
+  exit 1
+fi
+echo "all sections passed"
