@@ -102,7 +102,9 @@ compute_impl!(f64, libm::erf, f64::exp);
 #[inline]
 pub fn binary_chunk<T: Compute>(op: BinaryOp, dtype: DType, a: &mut [T], b: &[T]) {
     let t = |c: bool| if c { T::ONE } else { T::ZERO };
-    if dtype.is_int() {
+    // Arithmetic on bool is bool (true + true = true, true / false = false)
+    // as in the reference, so it takes the integer path that wraps to 0/1.
+    if dtype.is_int() || (dtype == DType::Bool && !op.is_predicate()) {
         for (x, &y) in a.iter_mut().zip(b) {
             *x = T::from_f64(op.eval_int(x.to_f64(), y.to_f64(), dtype));
         }
