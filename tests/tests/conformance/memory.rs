@@ -1,0 +1,131 @@
+// Buffer planning, deep graphs, the schedule cache, threads.
+
+#[test]
+fn fifty_step_matmul_relu_chain_reuses_a_few_buffers() -> Result<()> {
+    let d = dev!();
+    let w = randn(&[32, 32], 1, DType::F32, &d)?.mul_scalar(0.2)?;
+    w.realize()?;
+    let mut x = randn(&[16, 32], 2, DType::F32, &d)?;
+    for _ in 0..50 {
+        x = x.matmul(&w)?.relu()?;
+    }
+    let c = compiled(&x)?;
+    assert_eq!(c.schedule.steps.len(), 50, "each step is one matmul kernel with a relu epilogue");
+    let buf = (16 * 32 * 4) as u64;
+    let plan = &c.schedule.plan;
+    assert_eq!(plan.unplanned_intermediate_bytes, 49 * buf);
+    assert!(plan.peak_intermediate_bytes <= 3 * buf, "peak {} bytes for {} byte buffers", plan.peak_intermediate_bytes, buf);
+    check_tol("50 matmul+relu", &x, Tol::of(DType::F32).ops(50).reduce(32))?;
+    Ok(())
+}
+
+#[test]
+fn fifty_matmul_softmax_steps_reuse_a_few_buffers() -> Result<()> {
+    // A matmul cannot take a softmax as its input inside one kernel, so every
+    // step is a matmul kernel and a row kernel: 100 kernels, 99 intermediates.
+    let d = dev!();
+    let w = randn(&[32, 32], 3, DType::F32, &d)?;
+    let mut x = randn(&[16, 32], 4, DType::F32, &d)?;
+    for _ in 0..50 {
+        x = x.matmul(&w)?.softmax(-1)?;
+    }
+    let c = compiled(&x)?;
+    let buf = (16 * 32 * 4) as u64;
+    let plan = &c.schedule.plan;
+    assert_eq!(c.schedule.steps.len(), 100);
+    assert_eq!(plan.unplanned_intermediate_bytes, 99 * buf);
+    assert!(plan.peak_intermediate_bytes <= 3 * buf, "peak {} bytes for {} byte buffers", plan.peak_intermediate_bytes, buf);
+    check_tol("50 matmul+softmax", &x, Tol::of(DType::F32).ops(100).reduce(32))?;
+    Ok(())
+}
+
+#[test]
+fn stacked_softmaxes_fuse_into_one_row_kernel_and_stay_correct() -> Result<()> {
+    let d = dev!();
+    let mut x = randn(&[8, 64], 5, DType::F32, &d)?;
+    for _ in 0..5 {
+        x = x.softmax(-1)?.mul_scalar(10.0)?;
+    }
+    assert_eq!(kernels(&x)?, 1);
+    check_tol("5 stacked softmax", &x, Tol::of(DType::F32).ops(25).reduce(64))?;
+    Ok(())
+}
+
+#[test]
+fn ten_thousand_op_lazy_chain_realizes_without_stack_overflow() -> Result<()> {
+    let d = dev!();
+    let x0 = randn(&[4], 4, DType::F64, &d)?;
+    let mut x = x0.clone();
+    for i in 0..10_000 {
+        x = if i % 2 == 0 { x.add_scalar(1.0)? } else { x.mul_scalar(0.5)? };
+    }
+    // The fixed point of x -> (x + 1) / 2 is 1.
+    let v = x.to_vec::<f64>()?;
+    assert!(v.iter().all(|&y| (y - 1.0).abs() < 1e-9), "{v:?}");
+    let r = reference::evaluate(&x)?;
+    assert!(r.iter().all(|&y| (y - 1.0).abs() < 1e-9));
+    Ok(())
+}
+
+#[test]
+fn identical_structure_hits_the_schedule_cache() -> Result<()> {
+    let d = dev!();
+    let build = |seed: u64| -> Result<Tensor> {
+        let a = randn(&[13, 17], seed, DType::F32, &d)?;
+        let b = randn(&[17], seed + 1, DType::F32, &d)?;
+        a.mul(&b)?.sin()?.add_scalar(0.123_456)?.softmax(-1)
+    };
+    let first = build(1)?;
+    first.realize()?;
+    let (hits, _) = fusegraph_core::runtime::cache_stats();
+    let second = build(3)?;
+    second.realize()?;
+    let (hits2, _) = fusegraph_core::runtime::cache_stats();
+    assert!(hits2 > hits, "hits {hits} -> {hits2}");
+    // Same structure, different data: different results.
+    assert_ne!(first.to_vec::<f32>()?, second.to_vec::<f32>()?);
+    check_ops("cached schedule", &second, 6)?;
+    Ok(())
+}
+
+#[test]
+fn tensor_is_send_and_sync_and_four_threads_realize_at_once() -> Result<()> {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Tensor>();
+    let d = dev!();
+    let shared = randn(&[64, 64], 5, DType::F32, &d)?;
+    let lazy_shared = shared.mul_scalar(0.5)?.tanh()?; // realized by whichever thread gets there first
+    let handles: Vec<_> = (0..4u64)
+        .map(|t| {
+            let (s, l) = (shared.clone(), lazy_shared.clone());
+            std::thread::spawn(move || -> Result<()> {
+                for i in 0..5 {
+                    let x = randn(&[64, 64], 10 * t + i, DType::F32, &d)?;
+                    let y = x.matmul(&s)?.add(&l)?.relu()?.softmax(-1)?;
+                    check_tol(&format!("thread {t} iteration {i}"), &y, Tol::of(DType::F32).ops(6).reduce(64))?;
+                    let z = l.sum(&[], false)?;
+                    check_tol("shared lazy", &z, Tol::of(DType::F32).ops(2).reduce(4096))?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("thread panicked")?;
+    }
+    Ok(())
+}
+
+#[test]
+fn realize_all_computes_shared_work_once() -> Result<()> {
+    let d = dev!();
+    let x = randn(&[10, 10], 6, DType::F32, &d)?;
+    let e = x.exp()?;
+    let a = e.sum(&[0], false)?;
+    let b = e.max(&[1], false)?;
+    Tensor::realize_all(&[a.clone(), b.clone()])?;
+    assert!(a.is_realized() && b.is_realized());
+    check_tol("realize_all a", &a, Tol::of(DType::F32).ops(2).reduce(10))?;
+    check("realize_all b", &b)?;
+    Ok(())
+}

@@ -1,0 +1,187 @@
+// Reductions: sum/max/min/mean/var/argmax over axis sets.
+
+#[test]
+fn reductions_over_single_multiple_and_all_axes_with_keepdim() -> Result<()> {
+    let d = dev!();
+    let shape = [3, 4, 5, 6];
+    let axes_sets: [&[isize]; 7] = [&[0], &[-1], &[1, 2], &[0, 3], &[0, 1, 2], &[], &[-2, 0]];
+    for dtype in FLOATS {
+        let x = randn(&shape, 1, dtype, &d)?;
+        for axes in axes_sets {
+            let n: usize = if axes.is_empty() { 360 } else { axes.iter().map(|&a| shape[a.rem_euclid(4) as usize]).product() };
+            for keepdim in [false, true] {
+                let what = |op: &str| format!("{op} {dtype} axes {axes:?} keepdim {keepdim}");
+                let s = x.sum(axes, keepdim)?;
+                check_tol(&what("sum"), &s, Tol::of(dtype).reduce(n))?;
+                check(&what("max"), &x.max(axes, keepdim)?)?;
+                check(&what("min"), &x.min(axes, keepdim)?)?;
+                check_tol(&what("mean"), &x.mean(axes, keepdim)?, Tol::of(dtype).ops(2).reduce(n))?;
+                let rank = if keepdim { 4 } else { 4 - if axes.is_empty() { 4 } else { axes.len() } };
+                assert_eq!(s.rank(), rank, "{}", what("sum rank"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn sum_of_large_rows_and_long_single_row() -> Result<()> {
+    let d = dev!();
+    let x = randn(&[4, 5000], 2, DType::F32, &d)?;
+    check_tol("sum rows of 5000", &x.sum(&[1], false)?, Tol::of(DType::F32).reduce(5000))?;
+    check_tol("sum columns", &x.sum(&[0], false)?, Tol::of(DType::F32).reduce(4))?;
+    // One row longer than 2^16: the CPU splits it across threads.
+    let y = randn(&[70_000], 3, DType::F32, &d)?;
+    check_tol("sum 70000", &y.sum(&[], false)?, Tol::of(DType::F32).reduce(70_000))?;
+    check("max 70000", &y.max(&[], false)?)?;
+    Ok(())
+}
+
+#[test]
+fn reductions_of_transposed_and_narrowed_inputs() -> Result<()> {
+    let d = dev!();
+    let x = randn(&[6, 7, 8], 4, DType::F32, &d)?;
+    let v = x.permute(&[2, 0, 1])?.narrow(1, 1, 4)?;
+    for axes in [&[0isize][..], &[1, 2], &[]] {
+        check_tol(&format!("sum of view {axes:?}"), &v.sum(axes, true)?, Tol::of(DType::F32).reduce(224))?;
+        check(&format!("max of view {axes:?}"), &v.max(axes, false)?)?;
+    }
+    let e = randn(&[1, 8], 5, DType::F32, &d)?.expand([9, 8])?;
+    check_tol("sum of expanded", &e.sum(&[0], false)?, Tol::of(DType::F32).reduce(9))?;
+    Ok(())
+}
+
+#[test]
+fn sum_of_integers_and_bool_gives_i32() -> Result<()> {
+    let d = dev!();
+    let u = Tensor::from_vec(vec![200u8, 100, 50, 7], [2, 2], &d)?;
+    let s = u.sum(&[], false)?;
+    assert_eq!(s.dtype(), DType::I32);
+    assert_eq!(s.item::<i32>()?, 357);
+    assert_eq!(u.sum(&[0], false)?.to_vec::<i32>()?, vec![250, 107]);
+    let b = Tensor::from_vec(vec![true, true, false, true], [4], &d)?;
+    assert_eq!(b.sum(&[], false)?.item::<i32>()?, 3);
+    let i = randint(&[30, 40], 1, -1000, 1000, &d)?;
+    check("sum i32", &i.sum(&[1], false)?)?;
+    check("max i32", &i.max(&[0], false)?)?;
+    check("min i32", &i.min(&[], false)?)?;
+    let m = Tensor::from_vec(vec![1i32, 2, 4], [3], &d)?.mean(&[], false)?;
+    assert_eq!(m.dtype(), DType::F32);
+    assert!((m.item::<f32>()? - 7.0 / 3.0).abs() < 1e-6);
+    Ok(())
+}
+
+#[test]
+fn sum_over_empty_axis_is_zero_and_max_over_empty_is_an_error() -> Result<()> {
+    let d = dev!();
+    let z = Tensor::zeros([3, 0], DType::F32, &d)?;
+    let s = z.sum(&[1], false)?;
+    assert_eq!(s.shape(), &[3]);
+    assert_eq!(s.to_vec::<f32>()?, vec![0.0; 3]);
+    assert_eq!(z.sum(&[], false)?.item::<f32>()?, 0.0);
+    assert_eq!(z.sum(&[0], false)?.shape(), &[0]);
+    for (what, r) in [("max", z.max(&[1], false)), ("min", z.min(&[], false)), ("argmax", z.argmax(Some(1), false))] {
+        assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{what} over an empty axis must be InvalidArgument, got {r:?}");
+    }
+    // Max over a non-empty axis of a tensor whose other axis is empty is fine.
+    assert_eq!(z.max(&[0], false)?.shape(), &[0]);
+    assert_eq!(Tensor::zeros([0, 3], DType::F32, &d)?.max(&[1], false)?.shape(), &[0]);
+    Ok(())
+}
+
+#[test]
+fn max_and_min_propagate_nan() -> Result<()> {
+    let d = dev!();
+    for dtype in FLOATS {
+        let x = leaf(&[1.0, f64::NAN, 3.0, -1.0, 2.0, 0.5], &[2, 3], dtype, &d)?;
+        let m = x.max(&[1], false)?.to_vec_f64()?;
+        assert!(m[0].is_nan() && m[1] == 2.0, "max {dtype}: {m:?}");
+        let n = x.min(&[1], false)?.to_vec_f64()?;
+        assert!(n[0].is_nan() && n[1] == -1.0, "min {dtype}: {n:?}");
+        assert!(x.max(&[], false)?.to_vec_f64()?[0].is_nan());
+        check(&format!("max nan {dtype}"), &x.max(&[0], false)?)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn argmax_first_maximum_wins_on_ties() -> Result<()> {
+    let d = dev!();
+    let x = leaf(&[1.0, 3.0, 3.0, 2.0, 5.0, 5.0, 5.0, 0.0], &[2, 4], DType::F32, &d)?;
+    let a = x.argmax(Some(1), false)?;
+    assert_eq!(a.dtype(), DType::I32);
+    assert_eq!(a.to_vec::<i32>()?, vec![1, 0]);
+    assert_eq!(x.argmax(None, false)?.item::<i32>()?, 4);
+    assert_eq!(x.argmax(Some(0), true)?.shape(), &[1, 4]);
+    assert_eq!(x.argmax(Some(0), false)?.to_vec::<i32>()?, vec![1, 1, 1, 0]);
+    check("argmax axis 1", &x.argmax(Some(-1), true)?)?;
+    let all_neg_inf = leaf(&[f64::NEG_INFINITY; 5], &[5], DType::F32, &d)?;
+    assert_eq!(all_neg_inf.argmax(None, false)?.item::<i32>()?, 0);
+    let int = Tensor::from_vec(vec![4i32, 9, 9, 1], [4], &d)?;
+    assert_eq!(int.argmax(Some(0), false)?.item::<i32>()?, 1);
+    Ok(())
+}
+
+#[test]
+fn argmax_ties_across_chunks_and_thread_splits() -> Result<()> {
+    let d = dev!();
+    // Ties 4000 apart cross the 2048-element chunk; a 70000-long row is split across threads.
+    for len in [5000usize, 70_000] {
+        let mut v = vec![0.0f64; len];
+        v[100] = 7.0;
+        v[len - 10] = 7.0;
+        let x = leaf(&v, &[len], DType::F32, &d)?;
+        assert_eq!(x.argmax(None, false)?.item::<i32>()?, 100, "len {len}");
+        let mut w = vec![-1.0f64; len];
+        w[len / 2] = 3.0;
+        w[len - 1] = 3.0;
+        assert_eq!(leaf(&w, &[len], DType::F64, &d)?.argmax(Some(0), false)?.item::<i32>()?, (len / 2) as i32, "len {len}");
+    }
+    Ok(())
+}
+
+#[test]
+fn argmax_of_nan_is_the_first_nan() -> Result<()> {
+    let d = dev!();
+    let x = leaf(&[1.0, 9.0, f64::NAN, 10.0, f64::NAN], &[5], DType::F32, &d)?;
+    assert_eq!(x.argmax(None, false)?.item::<i32>()?, 2);
+    check("argmax nan", &x.argmax(Some(0), false)?)?;
+    let mut v = vec![0.0; 5000];
+    v[3000] = f64::NAN;
+    v[4000] = 1.0;
+    assert_eq!(leaf(&v, &[5000], DType::F32, &d)?.argmax(None, false)?.item::<i32>()?, 3000);
+    Ok(())
+}
+
+#[test]
+fn argmax_over_all_axes_of_a_matrix_is_row_major_flat_index() -> Result<()> {
+    let d = dev!();
+    let x = randn(&[7, 9], 6, DType::F32, &d)?;
+    let v = x.to_vec::<f32>()?;
+    let best = (0..v.len()).fold(0, |b, i| if v[i] > v[b] { i } else { b });
+    assert_eq!(x.argmax(None, false)?.item::<i32>()? as usize, best);
+    check("argmax over transposed rows", &x.t()?.argmax(Some(1), false)?)?;
+    Ok(())
+}
+
+#[test]
+fn mean_and_var_with_correction() -> Result<()> {
+    let d = dev!();
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0, 10.0, 20.0, 30.0, 40.0], &[2, 4], DType::F64, &d)?;
+    assert_eq!(x.mean(&[1], false)?.to_vec::<f64>()?, vec![2.5, 25.0]);
+    let v0 = x.var(&[1], 0, false)?.to_vec::<f64>()?;
+    let v1 = x.var(&[1], 1, false)?.to_vec::<f64>()?;
+    assert!((v0[0] - 1.25).abs() < 1e-12 && (v0[1] - 125.0).abs() < 1e-10, "{v0:?}");
+    assert!((v1[0] - 5.0 / 3.0).abs() < 1e-12 && (v1[1] - 500.0 / 3.0).abs() < 1e-10, "{v1:?}");
+    for dtype in FLOATS {
+        let y = randn(&[5, 6, 7], 7, dtype, &d)?;
+        for (axes, n) in [(&[-1isize][..], 7usize), (&[0, 2], 35), (&[], 210)] {
+            for correction in [0usize, 1] {
+                let v = y.var(axes, correction, true)?;
+                check_tol(&format!("var {dtype} {axes:?} c={correction}"), &v, Tol::of(dtype).ops(4).reduce(n))?;
+            }
+            check_tol(&format!("mean {dtype} {axes:?}"), &y.mean(axes, false)?, Tol::of(dtype).ops(2).reduce(n))?;
+        }
+    }
+    Ok(())
+}
