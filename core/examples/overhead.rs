@@ -22,5 +22,17 @@ fn main() {
         std::hint::black_box(c);
         let t = Instant::now(); realize(&[y.clone()]).unwrap(); treal.push(t.elapsed().as_secs_f64());
     }
+    let y = chain(&s);
+    let mut tl = vec![]; let mut te = vec![];
+    for _ in 0..2000 {
+        let t = Instant::now(); let c = fusegraph_core::runtime::compiled_for(&[y.clone()], &Limits::cpu()).unwrap(); tl.push(t.elapsed().as_secs_f64());
+        let b = build_graph(&[y.node().clone()]);
+        let t = Instant::now(); let r = fusegraph_core::backend::cpu::exec::execute(&c.schedule, &b.leaf_storage).unwrap(); te.push(t.elapsed().as_secs_f64());
+        std::hint::black_box(r);
+    }
+    println!("build+lookup {:.2} us, execute {:.2} us", med(tl), med(te));
     println!("tensor ops (10) {:.2} us, build_graph {:.2} us, passes+schedule {:.2} us, cached realize {:.2} us", med(tb), med(tbuild), med(tcomp), med(treal));
 }
+
+#[allow(dead_code)]
+fn breakdown() {}

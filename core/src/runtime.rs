@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::backend::cpu::exec::execute;
+use crate::codegen::{render, RenderOptions, RenderedKernel};
 use crate::error::Result;
 use crate::graph::build::build_graph;
 use crate::graph::graph::Graph;
@@ -56,7 +57,13 @@ pub fn compile(mut graph: Graph, limits: &Limits) -> Result<Compiled> {
     let schedule = schedule_graph(&graph)?;
     if debug_enabled("kernels") {
         for (i, step) in schedule.steps.iter().enumerate() {
-            eprintln!("== fusegraph kernel {i}: {} ({} FLOP, {} B) ==\n{:#?}", step.kernel.kind(), step.kernel.flops(), step.kernel.bytes(), step.kernel.body);
+            eprintln!("== fusegraph kernel {i}: {} ({} FLOP, {} B) ==", step.kernel.kind(), step.kernel.flops(), step.kernel.bytes());
+            for opts in [RenderOptions::wgsl(), RenderOptions::cuda()] {
+                match render(&step.kernel, &opts) {
+                    Ok(k) => eprintln!("-- {:?} {} --\n{}", opts.dialect, k.entry, k.source),
+                    Err(e) => eprintln!("-- {:?}: not renderable: {e} --", opts.dialect),
+                }
+            }
         }
     }
     Ok(Compiled { graph, schedule })
@@ -107,4 +114,10 @@ pub fn realize_with(tensors: &[Tensor], limits: &Limits) -> Result<()> {
         node.set_ready(storage);
     }
     Ok(())
+}
+
+/// Renders every kernel of a schedule for one target (what a GPU backend
+/// compiles; also timed by the benchmarks as the codegen step).
+pub fn render_schedule(schedule: &Schedule, opts: &RenderOptions) -> Result<Vec<RenderedKernel>> {
+    schedule.steps.iter().map(|s| render(&s.kernel, opts)).collect()
 }
