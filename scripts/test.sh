@@ -38,7 +38,7 @@ cargo --version
 
 run "cargo fmt --check" cargo fmt --all -- --check
 run "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
-run "cargo test" cargo test --workspace
+run "cargo test" cargo test --workspace --no-fail-fast
 run "wasm32 build" cargo build -p fusegraph-core -p fusegraph-wasm --target wasm32-unknown-unknown --no-default-features
 
 section "summary"
