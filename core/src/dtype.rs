@@ -19,7 +19,15 @@ pub enum DType {
 
 impl DType {
     /// Every dtype, in promotion order.
-    pub const ALL: [DType; 7] = [DType::Bool, DType::U8, DType::I32, DType::F16, DType::BF16, DType::F32, DType::F64];
+    pub const ALL: [DType; 7] = [
+        DType::Bool,
+        DType::U8,
+        DType::I32,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
 
     /// Bytes one element takes in storage.
     pub fn size_in_bytes(self) -> usize {
@@ -156,7 +164,9 @@ macro_rules! element {
 element!(f32, DType::F32, F32, |s| s as f64, |v| v as f32);
 element!(f64, DType::F64, F64, |s| s, |v| v);
 element!(f16, DType::F16, F16, |s| s.to_f64(), |v| f16::from_f64(v));
-element!(bf16, DType::BF16, BF16, |s| s.to_f64(), |v| bf16::from_f64(v));
+element!(bf16, DType::BF16, BF16, |s| s.to_f64(), |v| bf16::from_f64(
+    v
+));
 element!(i32, DType::I32, I32, |s| s as f64, |v| cast_i32(v));
 element!(u8, DType::U8, U8, |s| s as f64, |v| cast_u8(v));
 element!(bool, DType::Bool, Bool, |s| s as u8 as f64, |v| v != 0.0);
@@ -171,7 +181,10 @@ pub struct Scalar {
 impl Scalar {
     /// A constant, already rounded to what `dtype` can hold.
     pub fn new(value: f64, dtype: DType) -> Self {
-        Scalar { value: dtype.round_f64(value), dtype }
+        Scalar {
+            value: dtype.round_f64(value),
+            dtype,
+        }
     }
 
     /// Bits that identify the constant in a structural hash (NaN payloads aside).

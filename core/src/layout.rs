@@ -17,7 +17,11 @@ pub struct Layout {
 impl Layout {
     /// The row-major layout of `shape` starting at element 0.
     pub fn contiguous(shape: &[usize]) -> Self {
-        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
+        Layout {
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        }
     }
 
     pub fn rank(&self) -> usize {
@@ -70,7 +74,11 @@ impl Layout {
     /// Checks that every index the view can produce lies in `0..storage_len`.
     pub fn check_bounds(&self, op: &'static str, storage_len: usize) -> Result<()> {
         if self.shape.len() != self.strides.len() {
-            return Err(Error::StrideRank { op, shape: self.shape.clone(), strides: self.strides.clone() });
+            return Err(Error::StrideRank {
+                op,
+                shape: self.shape.clone(),
+                strides: self.strides.clone(),
+            });
         }
         let ok = match self.index_range() {
             None => self.shape.contains(&0),
@@ -102,9 +110,17 @@ impl Layout {
     pub fn permute(&self, axes: &[usize]) -> Result<Layout> {
         let rank = self.rank();
         let mut seen = vec![false; rank];
-        let valid = axes.len() == rank && axes.iter().all(|&a| a < rank && !std::mem::replace(&mut seen[a], true));
+        let valid = axes.len() == rank
+            && axes
+                .iter()
+                .all(|&a| a < rank && !std::mem::replace(&mut seen[a], true));
         if !valid {
-            return Err(Error::BadPermutation { op: "permute", axes: axes.to_vec(), rank, shape: self.shape.clone() });
+            return Err(Error::BadPermutation {
+                op: "permute",
+                axes: axes.to_vec(),
+                rank,
+                shape: self.shape.clone(),
+            });
         }
         Ok(Layout {
             shape: axes.iter().map(|&a| self.shape[a]).collect(),
@@ -127,7 +143,14 @@ impl Layout {
         let axis = normalize_axis("narrow", axis, &self.shape)?;
         let size = self.shape[axis];
         if start.checked_add(len).is_none_or(|end| end > size) {
-            return Err(Error::NarrowOutOfRange { op: "narrow", axis, start, len, size, shape: self.shape.clone() });
+            return Err(Error::NarrowOutOfRange {
+                op: "narrow",
+                axis,
+                start,
+                len,
+                size,
+                shape: self.shape.clone(),
+            });
         }
         let mut out = self.clone();
         out.shape[axis] = len;
@@ -140,7 +163,11 @@ impl Layout {
     /// Broadcasts to `shape` (NumPy rules: new axes on the left, size-1 axes
     /// stretch with stride 0).
     pub fn expand(&self, shape: &[usize]) -> Result<Layout> {
-        let err = || Error::Expand { op: "expand", from: self.shape.clone(), to: shape.to_vec() };
+        let err = || Error::Expand {
+            op: "expand",
+            from: self.shape.clone(),
+            to: shape.to_vec(),
+        };
         if shape.len() < self.rank() {
             return Err(err());
         }
@@ -159,14 +186,23 @@ impl Layout {
                 return Err(err());
             };
         }
-        Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+        Ok(Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: self.offset,
+        })
     }
 
     /// Removes a size-1 axis.
     pub fn squeeze(&self, axis: isize) -> Result<Layout> {
         let axis = normalize_axis("squeeze", axis, &self.shape)?;
         if self.shape[axis] != 1 {
-            return Err(Error::SqueezeNotOne { op: "squeeze", axis, size: self.shape[axis], shape: self.shape.clone() });
+            return Err(Error::SqueezeNotOne {
+                op: "squeeze",
+                axis,
+                size: self.shape[axis],
+                shape: self.shape.clone(),
+            });
         }
         let mut out = self.clone();
         out.shape.remove(axis);
@@ -179,11 +215,20 @@ impl Layout {
         let rank = self.rank() as isize + 1;
         let a = if axis < 0 { axis + rank } else { axis };
         if a < 0 || a >= rank {
-            return Err(Error::AxisOutOfRange { op: "unsqueeze", axis, rank: self.rank(), shape: self.shape.clone() });
+            return Err(Error::AxisOutOfRange {
+                op: "unsqueeze",
+                axis,
+                rank: self.rank(),
+                shape: self.shape.clone(),
+            });
         }
         let a = a as usize;
         let mut out = self.clone();
-        let stride = if a < self.rank() { self.strides[a] * self.shape[a] as isize } else { 1 };
+        let stride = if a < self.rank() {
+            self.strides[a] * self.shape[a] as isize
+        } else {
+            1
+        };
         out.shape.insert(a, 1);
         out.strides.insert(a, stride);
         Ok(out)
@@ -198,7 +243,11 @@ impl Layout {
             return None;
         }
         if numel == 0 || self.is_contiguous() {
-            return Some(Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: self.offset });
+            return Some(Layout {
+                shape: shape.to_vec(),
+                strides: contiguous_strides(shape),
+                offset: self.offset,
+            });
         }
         let mut new_strides = vec![0isize; shape.len()];
         // Walk old axes from the right, grouping them into chunks that are
@@ -231,13 +280,26 @@ impl Layout {
         if view_d != -1 {
             return None;
         }
-        Some(Layout { shape: shape.to_vec(), strides: new_strides, offset: self.offset })
+        Some(Layout {
+            shape: shape.to_vec(),
+            strides: new_strides,
+            offset: self.offset,
+        })
     }
 
     /// An arbitrary view of a storage of `storage_len` elements, checked so
     /// that every element it can reach lies inside the storage.
-    pub fn as_strided(shape: &[usize], strides: &[isize], offset: usize, storage_len: usize) -> Result<Layout> {
-        let l = Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset };
+    pub fn as_strided(
+        shape: &[usize],
+        strides: &[isize],
+        offset: usize,
+        storage_len: usize,
+    ) -> Result<Layout> {
+        let l = Layout {
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        };
         l.check_bounds("as_strided", storage_len)?;
         Ok(l)
     }
@@ -292,7 +354,11 @@ mod tests {
 
     #[test]
     fn reshape_view_matches_index_order() {
-        let base = Layout::contiguous(&[3, 4, 5]).permute(&[0, 2, 1]).unwrap().narrow(1, 1, 4).unwrap();
+        let base = Layout::contiguous(&[3, 4, 5])
+            .permute(&[0, 2, 1])
+            .unwrap()
+            .narrow(1, 1, 4)
+            .unwrap();
         for target in [vec![3, 4, 4], vec![12, 4], vec![3, 2, 2, 4], vec![3, 16]] {
             if let Some(v) = base.reshape_view(&target) {
                 assert_eq!(v.indices(), base.indices(), "target {target:?}");
@@ -311,7 +377,10 @@ mod tests {
     fn as_strided_is_bounds_checked() {
         assert!(Layout::as_strided(&[2, 2], &[2, 1], 0, 4).is_ok());
         let err = Layout::as_strided(&[2, 2], &[2, 1], 1, 4).unwrap_err();
-        assert!(err.to_string().contains("reads past storage of 4 elements"), "{err}");
+        assert!(
+            err.to_string().contains("reads past storage of 4 elements"),
+            "{err}"
+        );
         assert!(Layout::as_strided(&[3], &[-1], 1, 4).is_err());
         assert!(Layout::as_strided(&[3], &[-1], 2, 4).is_ok());
         assert!(Layout::as_strided(&[0, 5], &[100, 100], 99, 1).is_ok());

@@ -17,8 +17,8 @@ pub mod tensor;
 
 pub use device::Device;
 pub use dtype::{DType, Element, Scalar};
-pub use passes::Limits;
-pub use tensor::Tensor;
 pub use error::{Error, Result};
 pub use layout::Layout;
+pub use passes::Limits;
 pub use shape::Shape;
+pub use tensor::Tensor;

@@ -9,7 +9,7 @@ use crate::backend::cpu::exec::execute;
 use crate::codegen::{render, RenderOptions, RenderedKernel};
 use crate::error::Result;
 use crate::graph::build::build_graph;
-use crate::graph::graph::Graph;
+use crate::graph::dag::Graph;
 use crate::graph::print::{debug_enabled, graph_to_string};
 use crate::passes::{optimize, Limits};
 use crate::schedule::{schedule_graph, Schedule};
@@ -48,16 +48,28 @@ fn stats() -> &'static Mutex<(u64, u64)> {
 /// Runs the passes and the scheduler on a graph.
 pub fn compile(mut graph: Graph, limits: &Limits) -> Result<Compiled> {
     if debug_enabled("graph") {
-        eprintln!("== fusegraph graph before passes ==\n{}", graph_to_string(&graph));
+        eprintln!(
+            "== fusegraph graph before passes ==\n{}",
+            graph_to_string(&graph)
+        );
     }
     optimize(&mut graph, limits);
     if debug_enabled("graph") {
-        eprintln!("== fusegraph graph after passes ({} kernels) ==\n{}", graph.kernel_count(), graph_to_string(&graph));
+        eprintln!(
+            "== fusegraph graph after passes ({} kernels) ==\n{}",
+            graph.kernel_count(),
+            graph_to_string(&graph)
+        );
     }
     let schedule = schedule_graph(&graph)?;
     if debug_enabled("kernels") {
         for (i, step) in schedule.steps.iter().enumerate() {
-            eprintln!("== fusegraph kernel {i}: {} ({} FLOP, {} B) ==", step.kernel.kind(), step.kernel.flops(), step.kernel.bytes());
+            eprintln!(
+                "== fusegraph kernel {i}: {} ({} FLOP, {} B) ==",
+                step.kernel.kind(),
+                step.kernel.flops(),
+                step.kernel.bytes()
+            );
             for opts in [RenderOptions::wgsl(), RenderOptions::cuda()] {
                 match render(&step.kernel, &opts) {
                     Ok(k) => eprintln!("-- {:?} {} --\n{}", opts.dialect, k.entry, k.source),
@@ -81,7 +93,10 @@ fn lookup_or_compile(graph: Graph, limits: &Limits) -> Result<Arc<Compiled>> {
     let key = (graph.structural_hash(), *limits);
     {
         let c = cache().lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(hit) = c.get(&key).and_then(|v| v.iter().find(|(g, _)| *g == graph)) {
+        if let Some(hit) = c
+            .get(&key)
+            .and_then(|v| v.iter().find(|(g, _)| *g == graph))
+        {
             stats().lock().unwrap_or_else(|p| p.into_inner()).0 += 1;
             return Ok(hit.1.clone());
         }
@@ -103,7 +118,11 @@ pub fn realize(tensors: &[Tensor]) -> Result<()> {
 
 /// Computes `tensors` with explicit limits (e.g. fusion off for comparisons).
 pub fn realize_with(tensors: &[Tensor], limits: &Limits) -> Result<()> {
-    let pending: Vec<_> = tensors.iter().filter(|t| !t.is_realized()).map(|t| t.node().clone()).collect();
+    let pending: Vec<_> = tensors
+        .iter()
+        .filter(|t| !t.is_realized())
+        .map(|t| t.node().clone())
+        .collect();
     if pending.is_empty() {
         return Ok(());
     }
@@ -119,5 +138,9 @@ pub fn realize_with(tensors: &[Tensor], limits: &Limits) -> Result<()> {
 /// Renders every kernel of a schedule for one target (what a GPU backend
 /// compiles; also timed by the benchmarks as the codegen step).
 pub fn render_schedule(schedule: &Schedule, opts: &RenderOptions) -> Result<Vec<RenderedKernel>> {
-    schedule.steps.iter().map(|s| render(&s.kernel, opts)).collect()
+    schedule
+        .steps
+        .iter()
+        .map(|s| render(&s.kernel, opts))
+        .collect()
 }

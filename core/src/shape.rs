@@ -30,8 +30,16 @@ impl Shape {
     pub fn checked_numel(&self, op: &'static str, elem_bytes: usize) -> Result<usize> {
         let n = self.0.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
         match n {
-            Some(n) if n.checked_mul(elem_bytes.max(1)).is_some_and(|b| b <= isize::MAX as usize) => Ok(n),
-            _ => Err(Error::TooLarge { op, shape: self.0.clone() }),
+            Some(n)
+                if n.checked_mul(elem_bytes.max(1))
+                    .is_some_and(|b| b <= isize::MAX as usize) =>
+            {
+                Ok(n)
+            }
+            _ => Err(Error::TooLarge {
+                op,
+                shape: self.0.clone(),
+            }),
         }
     }
 
@@ -83,7 +91,12 @@ pub fn normalize_axis(op: &'static str, axis: isize, dims: &[usize]) -> Result<u
     let rank = dims.len() as isize;
     let a = if axis < 0 { axis + rank } else { axis };
     if a < 0 || a >= rank {
-        return Err(Error::AxisOutOfRange { op, axis, rank: dims.len(), shape: dims.to_vec() });
+        return Err(Error::AxisOutOfRange {
+            op,
+            axis,
+            rank: dims.len(),
+            shape: dims.to_vec(),
+        });
     }
     Ok(a as usize)
 }
@@ -98,7 +111,11 @@ pub fn normalize_axes(op: &'static str, axes: &[isize], dims: &[usize]) -> Resul
     for &a in axes {
         let a = normalize_axis(op, a, dims)?;
         if out.contains(&a) {
-            return Err(Error::DuplicateAxis { op, axis: a, axes: axes.iter().map(|&x| x as usize).collect() });
+            return Err(Error::DuplicateAxis {
+                op,
+                axis: a,
+                axes: axes.iter().map(|&x| x as usize).collect(),
+            });
         }
         out.push(a);
     }
@@ -111,13 +128,27 @@ pub fn broadcast_shapes(op: &'static str, lhs: &[usize], rhs: &[usize]) -> Resul
     let rank = lhs.len().max(rhs.len());
     let mut out = vec![0; rank];
     for i in 0..rank {
-        let l = if i + lhs.len() >= rank { lhs[i + lhs.len() - rank] } else { 1 };
-        let r = if i + rhs.len() >= rank { rhs[i + rhs.len() - rank] } else { 1 };
+        let l = if i + lhs.len() >= rank {
+            lhs[i + lhs.len() - rank]
+        } else {
+            1
+        };
+        let r = if i + rhs.len() >= rank {
+            rhs[i + rhs.len() - rank]
+        } else {
+            1
+        };
         out[i] = match (l, r) {
             (l, r) if l == r => l,
             (1, r) => r,
             (l, 1) => l,
-            _ => return Err(Error::Broadcast { op, lhs: lhs.to_vec(), rhs: rhs.to_vec() }),
+            _ => {
+                return Err(Error::Broadcast {
+                    op,
+                    lhs: lhs.to_vec(),
+                    rhs: rhs.to_vec(),
+                })
+            }
         };
     }
     Ok(out)
@@ -129,8 +160,14 @@ mod tests {
 
     #[test]
     fn broadcast_aligns_right() {
-        assert_eq!(broadcast_shapes("t", &[1024, 1024, 3], &[3]).unwrap(), vec![1024, 1024, 3]);
-        assert_eq!(broadcast_shapes("t", &[64, 1, 1], &[64, 1024, 1024]).unwrap(), vec![64, 1024, 1024]);
+        assert_eq!(
+            broadcast_shapes("t", &[1024, 1024, 3], &[3]).unwrap(),
+            vec![1024, 1024, 3]
+        );
+        assert_eq!(
+            broadcast_shapes("t", &[64, 1, 1], &[64, 1024, 1024]).unwrap(),
+            vec![64, 1024, 1024]
+        );
         assert_eq!(broadcast_shapes("t", &[], &[2, 3]).unwrap(), vec![2, 3]);
         let err = broadcast_shapes("add", &[3, 4], &[5]).unwrap_err();
         assert_eq!(err.to_string(), "add: cannot broadcast [3, 4] with [5]");
@@ -138,14 +175,19 @@ mod tests {
 
     #[test]
     fn axes_normalise_and_reject_duplicates() {
-        assert_eq!(normalize_axes("sum", &[-1, 0], &[2, 3, 4]).unwrap(), vec![0, 2]);
+        assert_eq!(
+            normalize_axes("sum", &[-1, 0], &[2, 3, 4]).unwrap(),
+            vec![0, 2]
+        );
         assert!(normalize_axes("sum", &[1, -2], &[2, 3, 4]).is_err());
         assert!(normalize_axis("sum", 3, &[2, 3, 4]).is_err());
     }
 
     #[test]
     fn numel_overflow_is_an_error() {
-        assert!(Shape::new(vec![usize::MAX, 2]).checked_numel("zeros", 4).is_err());
+        assert!(Shape::new(vec![usize::MAX, 2])
+            .checked_numel("zeros", 4)
+            .is_err());
         assert_eq!(Shape::new(vec![]).numel(), 1);
     }
 }

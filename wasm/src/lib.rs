@@ -9,11 +9,24 @@ use wasm_bindgen::prelude::*;
 /// A stable, machine-readable name for each error kind (the `code` JS sees).
 pub fn error_code(e: &Error) -> &'static str {
     match e {
-        Error::Broadcast { .. } | Error::MatmulShape { .. } | Error::ConcatShape { .. } | Error::GatherShape { .. } | Error::Expand { .. } => "SHAPE_MISMATCH",
+        Error::Broadcast { .. }
+        | Error::MatmulShape { .. }
+        | Error::ConcatShape { .. }
+        | Error::GatherShape { .. }
+        | Error::Expand { .. } => "SHAPE_MISMATCH",
         Error::ElementCount { .. } | Error::Reshape { .. } => "BAD_SIZE",
-        Error::AxisOutOfRange { .. } | Error::BadPermutation { .. } | Error::DuplicateAxis { .. } | Error::SqueezeNotOne { .. } => "BAD_AXIS",
-        Error::NarrowOutOfRange { .. } | Error::ViewOutOfBounds { .. } | Error::IndexOutOfRange { .. } | Error::StrideRank { .. } => "OUT_OF_RANGE",
-        Error::UnsupportedDType { .. } | Error::DTypeMismatch { .. } | Error::ElementType { .. } | Error::IndexDType { .. } => "BAD_DTYPE",
+        Error::AxisOutOfRange { .. }
+        | Error::BadPermutation { .. }
+        | Error::DuplicateAxis { .. }
+        | Error::SqueezeNotOne { .. } => "BAD_AXIS",
+        Error::NarrowOutOfRange { .. }
+        | Error::ViewOutOfBounds { .. }
+        | Error::IndexOutOfRange { .. }
+        | Error::StrideRank { .. } => "OUT_OF_RANGE",
+        Error::UnsupportedDType { .. }
+        | Error::DTypeMismatch { .. }
+        | Error::ElementType { .. }
+        | Error::IndexDType { .. } => "BAD_DTYPE",
         Error::TooLarge { .. } => "TOO_LARGE",
         _ => "FAILED",
     }
@@ -34,12 +47,16 @@ impl WasmTensor {
     /// A tensor from row-major `data` with `shape`.
     #[wasm_bindgen(constructor)]
     pub fn new(data: Vec<f32>, shape: Vec<usize>) -> Result<WasmTensor, JsError> {
-        Tensor::from_vec(data, shape, &Device::Cpu).map(|inner| WasmTensor { inner }).map_err(js_err)
+        Tensor::from_vec(data, shape, &Device::Cpu)
+            .map(|inner| WasmTensor { inner })
+            .map_err(js_err)
     }
 
     /// Seeded standard-normal values.
     pub fn randn(shape: Vec<usize>, seed: u32) -> Result<WasmTensor, JsError> {
-        Tensor::randn(shape, seed as u64, DType::F32, &Device::Cpu).map(|inner| WasmTensor { inner }).map_err(js_err)
+        Tensor::randn(shape, seed as u64, DType::F32, &Device::Cpu)
+            .map(|inner| WasmTensor { inner })
+            .map_err(js_err)
     }
 
     pub fn shape(&self) -> Vec<usize> {

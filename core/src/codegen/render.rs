@@ -900,7 +900,9 @@ impl<L: Lang> Renderer<'_, L> {
         for s in &red.stages {
             let vd = red.expr.dtypes[s.value];
             let acc = match (s.op, class(vd)) {
-                (_, DType::Bool) | (ReduceOp::ArgMax, DType::U8) => DType::I32,
+                // u8 sums accumulate wide and saturate when stored, as the CPU
+                // reference does; bool stages fold as 0/1 integers.
+                (_, DType::Bool) | (ReduceOp::ArgMax | ReduceOp::Sum, DType::U8) => DType::I32,
                 (ReduceOp::ArgMax, c) => c,
                 _ => vd,
             };

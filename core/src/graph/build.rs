@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use crate::backend::cpu::CpuStorage;
-use crate::graph::graph::{GNode, GOp, Graph, LeafInfo};
+use crate::graph::dag::{GNode, GOp, Graph, LeafInfo};
 use crate::graph::node::{Node, State};
 
 /// A graph plus what it was built from.
@@ -38,10 +38,19 @@ pub fn build_graph(outputs: &[Arc<Node>]) -> Built {
                     let key = Arc::as_ptr(storage);
                     let leaf = *leaf_of.entry(key).or_insert_with(|| {
                         leaf_storage.push(storage.clone());
-                        graph.leaves.push(LeafInfo { dtype: storage.dtype(), len: storage.len() });
+                        graph.leaves.push(LeafInfo {
+                            dtype: storage.dtype(),
+                            len: storage.len(),
+                        });
                         leaf_storage.len() - 1
                     });
-                    Some(GNode { op: GOp::Input(leaf), inputs: vec![], dtype: node.dtype, layout: node.layout.clone(), storage_len: storage.len() })
+                    Some(GNode {
+                        op: GOp::Input(leaf),
+                        inputs: vec![],
+                        dtype: node.dtype,
+                        layout: node.layout.clone(),
+                        storage_len: storage.len(),
+                    })
                 }
                 State::Lazy { op, inputs } if expanded => Some(GNode {
                     op: GOp::Op(op.clone()),
@@ -68,5 +77,9 @@ pub fn build_graph(outputs: &[Arc<Node>]) -> Built {
         }
         graph.outputs.push(index_of[&out.id]);
     }
-    Built { graph, leaf_storage, sources }
+    Built {
+        graph,
+        leaf_storage,
+        sources,
+    }
 }

@@ -2,11 +2,11 @@
 //! passes rewrite.
 
 pub mod build;
-pub mod graph;
+pub mod dag;
 pub mod node;
 pub mod op;
 pub mod print;
 
-pub use graph::{GNode, GOp, Graph, LeafInfo};
+pub use dag::{GNode, GOp, Graph, LeafInfo};
 pub use node::{Node, State};
 pub use op::{BinaryOp, Op, ReduceOp, UnaryOp, ViewOp};

@@ -14,7 +14,10 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// Where a node stands: not computed yet, or computed.
 #[derive(Debug, Clone)]
 pub enum State {
-    Lazy { op: Op, inputs: Vec<Arc<Node>> },
+    Lazy {
+        op: Op,
+        inputs: Vec<Arc<Node>>,
+    },
     /// The storage this node's `layout` indexes. Realizing a node drops its
     /// inputs, so a long chain of realized steps does not keep old buffers.
     Ready(Arc<CpuStorage>),
@@ -95,7 +98,13 @@ impl Node {
 
     fn take_state(&mut self) -> State {
         let slot = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        std::mem::replace(slot, State::Lazy { op: Op::Contiguous, inputs: Vec::new() })
+        std::mem::replace(
+            slot,
+            State::Lazy {
+                op: Op::Contiguous,
+                inputs: Vec::new(),
+            },
+        )
     }
 
     /// Runs `f` on the state without cloning it.

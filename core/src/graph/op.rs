@@ -51,7 +51,10 @@ impl UnaryOp {
 
     /// True for ops defined only on floats (integer inputs are cast to f32 first).
     pub fn needs_float(self) -> bool {
-        !matches!(self, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Not)
+        !matches!(
+            self,
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Not
+        )
     }
 
     /// Rough FLOPs per element, for the roofline (transcendentals count as several).
@@ -78,13 +81,12 @@ impl UnaryOp {
             UnaryOp::Cos => x.cos(),
             UnaryOp::Tanh => x.tanh(),
             UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            // NaN stays NaN: only a number below zero becomes 0.
             UnaryOp::Relu => {
-                if x > 0.0 {
-                    x
-                } else if x.is_nan() {
-                    x
-                } else {
+                if x < 0.0 {
                     0.0
+                } else {
+                    x
                 }
             }
             UnaryOp::GeluErf => 0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2)),
@@ -143,7 +145,14 @@ impl BinaryOp {
     pub fn is_predicate(self) -> bool {
         matches!(
             self,
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge | BinaryOp::And | BinaryOp::Or
+            BinaryOp::Eq
+                | BinaryOp::Ne
+                | BinaryOp::Lt
+                | BinaryOp::Le
+                | BinaryOp::Gt
+                | BinaryOp::Ge
+                | BinaryOp::And
+                | BinaryOp::Or
         )
     }
 
@@ -269,7 +278,11 @@ impl ReduceOp {
 pub enum ViewOp {
     Reshape(Vec<usize>),
     Permute(Vec<usize>),
-    Narrow { axis: usize, start: usize, len: usize },
+    Narrow {
+        axis: usize,
+        start: usize,
+        len: usize,
+    },
     Expand(Vec<usize>),
     /// Relative to the storage of the view's root, checked against its length.
     AsStrided(Layout),
@@ -284,10 +297,16 @@ pub enum Op {
     /// A constant of the node's shape.
     Full(Scalar),
     /// `start + step * i` along a 1-D shape.
-    Arange { start: Scalar, step: Scalar },
+    Arange {
+        start: Scalar,
+        step: Scalar,
+    },
     /// Seeded uniform [0, 1) (`normal == false`) or standard normal values,
     /// from a counter-based hash, so every backend draws the same numbers.
-    Rand { seed: u64, normal: bool },
+    Rand {
+        seed: u64,
+        normal: bool,
+    },
     View(ViewOp),
     /// A copy into a fresh contiguous buffer.
     Contiguous,
@@ -297,14 +316,23 @@ pub enum Op {
     Where,
     Cast(DType),
     /// Keeps reduced axes as size 1; the tensor API squeezes them when asked.
-    Reduce { op: ReduceOp, axes: Vec<usize> },
+    Reduce {
+        op: ReduceOp,
+        axes: Vec<usize>,
+    },
     /// `[..., m, k] @ [..., k, n]`, batch axes already broadcast to equal shapes.
     Matmul,
-    Concat { axis: usize },
+    Concat {
+        axis: usize,
+    },
     /// `out[.., j, ..] = x[.., idx[j], ..]` (inputs: x, idx).
-    IndexSelect { axis: usize },
+    IndexSelect {
+        axis: usize,
+    },
     /// `out[i][j] = x[i][idx[i][j]]` along `axis` (inputs: x, idx).
-    Gather { axis: usize },
+    Gather {
+        axis: usize,
+    },
 }
 
 impl Op {
@@ -340,57 +368,9 @@ impl Op {
     }
 }
 
-/// The error function, to about 1e-15 (W. J. Cody's rational approximations
-/// as used by many libms), so the reference path needs no extra crate.
+/// The error function (libm's, accurate to about 1 ulp in f64).
 pub fn erf(x: f64) -> f64 {
-    if x.is_nan() {
-        return x;
-    }
-    let ax = x.abs();
-    let r = if ax < 0.5 {
-        let t = x * x;
-        let p = [3.209_377_589_138_469_4e3, 3.774_852_376_853_020_2e2, 1.138_641_541_510_501_6e2, 3.161_123_743_870_565_6, 1.857_777_061_846_031_5e-1];
-        let q = [2.844_236_833_439_170_6e3, 1.282_616_526_077_372_3e3, 2.440_246_379_344_441_7e2, 2.360_129_095_234_412_1e1, 1.0];
-        let num = (((p[4] * t + p[3]) * t + p[2]) * t + p[1]) * t + p[0];
-        let den = (((q[4] * t + q[3]) * t + q[2]) * t + q[1]) * t + q[0];
-        return x * num / den;
-    } else if ax < 4.0 {
-        let p = [
-            1.230_339_354_797_997_2e3, 2.051_078_377_826_071_6e3, 1.712_047_612_634_070_7e3, 8.819_522_212_417_690_9e2,
-            2.986_351_381_974_001_3e2, 6.611_919_063_714_162_9e1, 8.883_149_794_388_375_9, 5.641_884_969_886_700_9e-1,
-            2.153_115_354_744_038_5e-8,
-        ];
-        let q = [
-            1.230_339_354_803_749_5e3, 3.439_367_674_143_721_6e3, 4.362_619_090_143_247_2e3, 3.290_799_235_733_459_7e3,
-            1.621_389_574_566_690_2e3, 5.371_811_018_620_098_6e2, 1.176_939_508_913_124_9e2, 1.574_492_611_070_983_5e1, 1.0,
-        ];
-        let mut num = p[8];
-        let mut den = q[8];
-        for i in (0..8).rev() {
-            num = num * ax + p[i];
-            den = den * ax + q[i];
-        }
-        (-ax * ax).exp() * num / den
-    } else {
-        let p = [-6.587_491_615_298_378_4e-4, -1.608_378_514_874_227_5e-2, -1.257_817_261_112_292_6e-1, -3.603_448_999_498_044_4e-1, -3.053_266_349_612_323_4e-1, -1.631_538_713_730_709_6e-2];
-        let q = [2.335_204_976_268_691_8e-3, 6.051_834_131_244_131_9e-2, 5.279_051_029_514_284_1e-1, 1.872_952_849_923_460_4, 2.568_520_192_289_822_4, 1.0];
-        let t = 1.0 / (ax * ax);
-        let mut num = p[5];
-        let mut den = q[5];
-        for i in (0..5).rev() {
-            num = num * t + p[i];
-            den = den * t + q[i];
-        }
-        let r = t * num / den;
-        ((-ax * ax).exp() / ax) * (1.0 / std::f64::consts::PI.sqrt() + r)
-    };
-    // r holds erfc(|x|) for the two outer ranges.
-    let e = 1.0 - r;
-    if x < 0.0 {
-        -e
-    } else {
-        e
-    }
+    libm::erf(x)
 }
 
 #[cfg(test)]
@@ -399,8 +379,19 @@ mod tests {
 
     #[test]
     fn erf_matches_known_values() {
-        for (x, want) in [(0.0, 0.0), (0.1, 0.112_462_916_018_284_9), (1.0, 0.842_700_792_949_714_9), (-2.0, -0.995_322_265_018_952_7), (3.5, 0.999_999_256_901_627_7), (5.0, 0.999_999_999_998_462_5)] {
-            assert!((erf(x) - want).abs() < 1e-13, "erf({x}) = {} want {want}", erf(x));
+        for (x, want) in [
+            (0.0, 0.0),
+            (0.1, 0.112_462_916_018_284_9),
+            (1.0, 0.842_700_792_949_714_9),
+            (-2.0, -0.995_322_265_018_952_7),
+            (3.5, 0.999_999_256_901_627_7),
+            (5.0, 0.999_999_999_998_462_5),
+        ] {
+            assert!(
+                (erf(x) - want).abs() < 1e-13,
+                "erf({x}) = {} want {want}",
+                erf(x)
+            );
         }
     }
 

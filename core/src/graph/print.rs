@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::graph::graph::{GOp, Graph};
+use crate::graph::dag::{GOp, Graph};
 
 /// One line per live node: `%index = op(inputs) : dtype shape [strides+offset]`.
 pub fn graph_to_string(g: &Graph) -> String {
@@ -31,5 +31,6 @@ pub fn graph_to_string(g: &Graph) -> String {
 
 /// True when `FUSEGRAPH_DEBUG` lists `what` (comma-separated, e.g. `graph,kernels`).
 pub fn debug_enabled(what: &str) -> bool {
-    std::env::var("FUSEGRAPH_DEBUG").is_ok_and(|v| v.split(',').any(|p| p.trim() == what || p.trim() == "all"))
+    std::env::var("FUSEGRAPH_DEBUG")
+        .is_ok_and(|v| v.split(',').any(|p| p.trim() == what || p.trim() == "all"))
 }

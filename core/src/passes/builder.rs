@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::dtype::DType;
-use crate::graph::graph::{GNode, GOp, Graph};
+use crate::graph::dag::{GNode, GOp, Graph};
 use crate::layout::Layout;
 use crate::schedule::kernel::{ArgInfo, Body, Expr, ExprId, ExprNode, Kernel};
 
@@ -51,7 +51,8 @@ impl Builder {
     pub fn load(&mut self, g: &Graph, input: usize) -> ExprId {
         let (root, access) = operand(g, input);
         let arg = self.arg(root);
-        self.expr.push(ExprNode::Load { arg, access }, g.nodes[input].dtype)
+        self.expr
+            .push(ExprNode::Load { arg, access }, g.nodes[input].dtype)
     }
 
     /// Copies the nodes of `src` reachable from `roots` into this builder.
@@ -77,7 +78,10 @@ impl Builder {
                         map[i] = id;
                         continue;
                     }
-                    LoadRewrite::Keep { node, access } => ExprNode::Load { arg: self.arg(node), access },
+                    LoadRewrite::Keep { node, access } => ExprNode::Load {
+                        arg: self.arg(node),
+                        access,
+                    },
                     LoadRewrite::Fail => return None,
                 },
                 ExprNode::Unary(op, a) => ExprNode::Unary(*op, m(*a)),
@@ -100,13 +104,28 @@ impl Builder {
 
 /// Dtype and storage length of a node used as a kernel argument.
 pub fn arg_info(n: &GNode) -> ArgInfo {
-    ArgInfo { dtype: n.dtype, len: n.storage_len }
+    ArgInfo {
+        dtype: n.dtype,
+        len: n.storage_len,
+    }
 }
 
 /// Stores `kernel` at node `at`, with `args` as its inputs.
-pub fn set_kernel(g: &mut Graph, at: usize, body: Body, args: Vec<usize>, out_dtype: DType, out_shape: Vec<usize>) {
+pub fn set_kernel(
+    g: &mut Graph,
+    at: usize,
+    body: Body,
+    args: Vec<usize>,
+    out_dtype: DType,
+    out_shape: Vec<usize>,
+) {
     let infos = args.iter().map(|&a| arg_info(&g.nodes[a])).collect();
-    let kernel = Kernel { body, args: infos, out_dtype, out_shape: out_shape.clone() };
+    let kernel = Kernel {
+        body,
+        args: infos,
+        out_dtype,
+        out_shape: out_shape.clone(),
+    };
     let n = &mut g.nodes[at];
     n.op = GOp::Kernel(Arc::new(kernel));
     n.inputs = args;
@@ -118,7 +137,9 @@ pub fn set_kernel(g: &mut Graph, at: usize, body: Body, args: Vec<usize>, out_dt
 /// True if the expression uses the domain position other than through loads
 /// (coordinates, random counters): such producers only fuse at identity access.
 pub fn uses_position(e: &Expr) -> bool {
-    e.nodes.iter().any(|n| matches!(n, ExprNode::Coord(_) | ExprNode::Rand { .. }))
+    e.nodes
+        .iter()
+        .any(|n| matches!(n, ExprNode::Coord(_) | ExprNode::Rand { .. }))
 }
 
 /// True if `access` reads a contiguous buffer of `shape` in order.

@@ -14,11 +14,19 @@ pub fn compose(outer: &Layout, inner: &Layout) -> Option<Layout> {
     let cs = contiguous_strides(ps);
     // Inner is a plain contiguous read: any outer view is valid as is.
     if inner.strides == cs || inner.is_contiguous() {
-        return Some(Layout { shape: outer.shape.clone(), strides: outer.strides.clone(), offset: outer.offset + inner.offset });
+        return Some(Layout {
+            shape: outer.shape.clone(),
+            strides: outer.strides.clone(),
+            offset: outer.offset + inner.offset,
+        });
     }
     let numel: usize = ps.iter().product();
     if numel == 0 || outer.numel() == 0 {
-        return Some(Layout { shape: outer.shape.clone(), strides: vec![0; outer.rank()], offset: inner.offset });
+        return Some(Layout {
+            shape: outer.shape.clone(),
+            strides: vec![0; outer.rank()],
+            offset: inner.offset,
+        });
     }
     // Starting coordinates of the outer view in the producer's domain.
     let mut start = vec![0isize; ps.len()];
@@ -31,8 +39,7 @@ pub fn compose(outer: &Layout, inner: &Layout) -> Option<Layout> {
     let mut lo = start.clone();
     let mut hi = start.clone();
     let mut strides = vec![0isize; outer.rank()];
-    for k in 0..outer.rank() {
-        let (size, s) = (outer.shape[k], outer.strides[k]);
+    for (k, (&size, &s)) in outer.shape.iter().zip(&outer.strides).enumerate() {
         if size <= 1 || s == 0 {
             continue;
         }
@@ -49,16 +56,20 @@ pub fn compose(outer: &Layout, inner: &Layout) -> Option<Layout> {
         }
         strides[k] = mult * inner.strides[j];
     }
-    for j in 0..ps.len() {
-        if lo[j] < 0 || hi[j] >= ps[j] as isize {
-            return None;
-        }
+    if (0..ps.len()).any(|j| lo[j] < 0 || hi[j] >= ps[j] as isize) {
+        return None;
     }
-    let mut offset = inner.offset as isize;
-    for j in 0..ps.len() {
-        offset += start[j] * inner.strides[j];
-    }
-    Some(Layout { shape: outer.shape.clone(), strides, offset: offset as usize })
+    let offset = inner.offset as isize
+        + start
+            .iter()
+            .zip(&inner.strides)
+            .map(|(&c, &st)| c * st)
+            .sum::<isize>();
+    Some(Layout {
+        shape: outer.shape.clone(),
+        strides,
+        offset: offset as usize,
+    })
 }
 
 #[cfg(test)]
@@ -74,11 +85,14 @@ mod tests {
             .into_iter()
             .map(|lin| {
                 let mut rem = lin;
-                let coords: Vec<usize> = cs.iter().map(|&c| {
-                    let v = rem / c as usize;
-                    rem %= c as usize;
-                    v
-                }).collect();
+                let coords: Vec<usize> = cs
+                    .iter()
+                    .map(|&c| {
+                        let v = rem / c as usize;
+                        rem %= c as usize;
+                        v
+                    })
+                    .collect();
                 inner.index_of(&coords)
             })
             .collect()
@@ -96,10 +110,18 @@ mod tests {
     #[test]
     fn narrow_and_split_compose() {
         let inner = Layout::contiguous(&[6, 5]).permute(&[1, 0]).unwrap(); // [5,6] transposed read
-        let outer = Layout::contiguous(&[5, 6]).narrow(1, 2, 4).unwrap().narrow(0, 1, 3).unwrap();
+        let outer = Layout::contiguous(&[5, 6])
+            .narrow(1, 2, 4)
+            .unwrap()
+            .narrow(0, 1, 3)
+            .unwrap();
         let c = compose(&outer, &inner).unwrap();
         assert_eq!(c.indices(), brute(&outer, &inner));
-        let split = Layout { shape: vec![5, 2, 3], strides: vec![6, 3, 1], offset: 0 };
+        let split = Layout {
+            shape: vec![5, 2, 3],
+            strides: vec![6, 3, 1],
+            offset: 0,
+        };
         let c = compose(&split, &inner).unwrap();
         assert_eq!(c.indices(), brute(&split, &inner));
     }

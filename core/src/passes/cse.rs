@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use crate::graph::graph::{GOp, Graph};
+use crate::graph::dag::{GOp, Graph};
 
 pub fn eliminate_common_subexpressions(g: &mut Graph) -> bool {
     let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
@@ -21,7 +21,11 @@ pub fn eliminate_common_subexpressions(g: &mut Graph) -> bool {
         let bucket = seen.entry(key).or_default();
         let same = bucket.iter().copied().find(|&j| {
             let m = &g.nodes[j];
-            m.op == n.op && m.inputs == n.inputs && m.dtype == n.dtype && m.layout == n.layout && m.storage_len == n.storage_len
+            m.op == n.op
+                && m.inputs == n.inputs
+                && m.dtype == n.dtype
+                && m.layout == n.layout
+                && m.storage_len == n.storage_len
         });
         match same {
             Some(j) => {

@@ -1,7 +1,7 @@
 //! Constant folding and algebraic identities on op nodes (before lowering).
 
 use crate::dtype::Scalar;
-use crate::graph::graph::{GOp, Graph};
+use crate::graph::dag::{GOp, Graph};
 use crate::graph::op::{BinaryOp, Op};
 
 /// The constant value of node `i` if it is a `Full` or a view of one.
@@ -18,12 +18,16 @@ fn constant(g: &Graph, i: usize) -> Option<Scalar> {
 pub fn fold_constants(g: &mut Graph) -> bool {
     let mut changed = false;
     for i in 0..g.nodes.len() {
-        let GOp::Op(op) = &g.nodes[i].op else { continue };
+        let GOp::Op(op) = &g.nodes[i].op else {
+            continue;
+        };
         let op = op.clone();
         let inputs = g.nodes[i].inputs.clone();
         let dtype = g.nodes[i].dtype;
         if let Op::View(_) = op {
-            if let Some(s) = constant(g, i) {
+            // A graph output keeps its view: the tensor's layout indexes the
+            // root's storage, which must stay the constant's full buffer.
+            if let Some(s) = constant(g, i).filter(|_| !g.is_output(i)) {
                 // A view of a constant is a constant of the view's shape.
                 let n = &mut g.nodes[i];
                 n.op = GOp::Op(Op::Full(s));
@@ -41,7 +45,9 @@ pub fn fold_constants(g: &mut Graph) -> bool {
         if let Some(c) = consts {
             let v = match &op {
                 Op::Unary(u) => u.eval_f64(c[0].value),
-                Op::Binary(b) if dtype.is_int() || c[0].dtype.is_int() => b.eval_int(c[0].value, c[1].value, c[0].dtype),
+                Op::Binary(b) if dtype.is_int() || c[0].dtype.is_int() => {
+                    b.eval_int(c[0].value, c[1].value, c[0].dtype)
+                }
                 Op::Binary(b) => b.eval_f64(c[0].value, c[1].value),
                 Op::Where => {
                     if c[0].value != 0.0 {
@@ -68,7 +74,10 @@ pub fn fold_constants(g: &mut Graph) -> bool {
                 _ => false,
             };
             let xn = &g.nodes[x];
-            let plain = !xn.is_view() && !matches!(xn.op, GOp::Input(_)) && xn.dtype == dtype && xn.shape() == g.nodes[i].shape();
+            let plain = !xn.is_view()
+                && !matches!(xn.op, GOp::Input(_))
+                && xn.dtype == dtype
+                && xn.shape() == g.nodes[i].shape();
             if keep_x && plain && !g.is_output(i) {
                 g.replace_uses(i, x);
                 changed = true;

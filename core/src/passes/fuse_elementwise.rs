@@ -4,7 +4,7 @@
 //! every reader can take it, so its buffer disappears instead of being
 //! written and recomputed.
 
-use crate::graph::graph::{GOp, Graph};
+use crate::graph::dag::{GOp, Graph};
 use crate::passes::builder::{is_identity, set_kernel, uses_position, Builder, LoadRewrite};
 use crate::passes::compose::compose;
 use crate::passes::Limits;
@@ -13,7 +13,9 @@ use crate::schedule::kernel::{Body, Expr, ExprId, Kernel, MapBody, MatmulBody, R
 pub fn fuse_elementwise(g: &mut Graph, limits: &Limits) -> bool {
     let mut changed = false;
     for p in 0..g.nodes.len() {
-        let Some(pk) = g.nodes[p].kernel().cloned() else { continue };
+        let Some(pk) = g.nodes[p].kernel().cloned() else {
+            continue;
+        };
         let Body::Map(pm) = &pk.body else { continue };
         if g.is_output(p) {
             continue;
@@ -22,15 +24,22 @@ pub fn fuse_elementwise(g: &mut Graph, limits: &Limits) -> bool {
         if users.is_empty() {
             continue;
         }
-        let plans: Option<Vec<(usize, Builder, Body)>> =
-            users.iter().map(|&u| inline_into(g, p, pm, u).map(|(b, body)| (u, b, body))).collect();
+        let plans: Option<Vec<(usize, Builder, Body)>> = users
+            .iter()
+            .map(|&u| inline_into(g, p, pm, u).map(|(b, body)| (u, b, body)))
+            .collect();
         let Some(plans) = plans else { continue };
-        if plans.iter().any(|(_, b, _)| b.args.len() > limits.max_kernel_args) {
+        if plans
+            .iter()
+            .any(|(_, b, _)| b.args.len() > limits.max_kernel_args)
+        {
             continue;
         }
         for (u, b, body) in plans {
             let (dt, shape) = {
-                let k = g.nodes[u].kernel().map(|k| (k.out_dtype, k.out_shape.clone()));
+                let k = g.nodes[u]
+                    .kernel()
+                    .map(|k| (k.out_dtype, k.out_shape.clone()));
                 match k {
                     Some(x) => x,
                     None => continue,
@@ -54,7 +63,10 @@ fn inline_into(g: &Graph, p: usize, pm: &MapBody, u: usize) -> Option<(Builder, 
     let mut b = Builder::default();
     let (expr, roots): (&Expr, Vec<ExprId>) = match &uk.body {
         Body::Map(m) => (&m.expr, vec![m.out]),
-        Body::Reduce(r) => (&r.expr, r.stages.iter().map(|s| s.value).chain([r.out]).collect()),
+        Body::Reduce(r) => (
+            &r.expr,
+            r.stages.iter().map(|s| s.value).chain([r.out]).collect(),
+        ),
         Body::Matmul(mm) => {
             if u_args[0] == p || u_args[1] == p {
                 return None;
@@ -64,9 +76,14 @@ fn inline_into(g: &Graph, p: usize, pm: &MapBody, u: usize) -> Option<(Builder, 
         }
         Body::Concat(_) | Body::Index(_) => return None,
     };
-    let new_roots = import_with_producer(&mut b, expr, &u_args, &roots, p, pm, &p_args, positional)?;
+    let new_roots =
+        import_with_producer(&mut b, expr, &u_args, &roots, p, pm, &p_args, positional)?;
     let body = match &uk.body {
-        Body::Map(m) => Body::Map(MapBody { shape: m.shape.clone(), expr: b.expr.clone(), out: new_roots[0] }),
+        Body::Map(m) => Body::Map(MapBody {
+            shape: m.shape.clone(),
+            expr: b.expr.clone(),
+            out: new_roots[0],
+        }),
         Body::Reduce(r) => {
             let mut r2: ReduceBody = r.clone();
             r2.expr = b.expr.clone();
@@ -126,7 +143,10 @@ fn import_with_producer(
                 None => LoadRewrite::Fail,
             }
         } else {
-            LoadRewrite::Keep { node, access: access.clone() }
+            LoadRewrite::Keep {
+                node,
+                access: access.clone(),
+            }
         }
     };
     b.import(expr, u_args, roots, 0, &mut rw)

@@ -2,16 +2,20 @@
 //! The fusion passes then merge these kernels.
 
 use crate::dtype::DType;
-use crate::graph::graph::{GOp, Graph};
+use crate::graph::dag::{GOp, Graph};
 use crate::graph::op::Op;
 use crate::passes::builder::{operand, set_kernel, Builder};
-use crate::schedule::kernel::{Body, ConcatBody, ExprNode, IndexBody, MapBody, MatmulBody, ReduceBody, Stage};
+use crate::schedule::kernel::{
+    Body, ConcatBody, ExprNode, IndexBody, MapBody, MatmulBody, ReduceBody, Stage,
+};
 
 /// Turns op nodes into kernels. Views and inputs stay as they are.
 pub fn lower(g: &mut Graph) -> bool {
     let mut changed = false;
     for i in 0..g.nodes.len() {
-        let GOp::Op(op) = g.nodes[i].op.clone() else { continue };
+        let GOp::Op(op) = g.nodes[i].op.clone() else {
+            continue;
+        };
         if matches!(op, Op::View(_)) {
             continue;
         }
@@ -26,7 +30,13 @@ fn lower_node(g: &mut Graph, i: usize, op: &Op) {
     let shape = n.shape().to_vec();
     let dtype = n.dtype;
     let mut b = Builder::default();
-    let map = |expr, out| Body::Map(MapBody { shape: shape.clone(), expr, out });
+    let map = |expr, out| {
+        Body::Map(MapBody {
+            shape: shape.clone(),
+            expr,
+            out,
+        })
+    };
     let body = match op {
         Op::Full(s) => {
             let c = b.expr.push(ExprNode::Const(*s), dtype);
@@ -37,14 +47,30 @@ fn lower_node(g: &mut Graph, i: usize, op: &Op) {
             let c = b.expr.push(ExprNode::Cast(DType::F64, coord), DType::F64);
             let st = b.expr.push(ExprNode::Const(*step), DType::F64);
             let s0 = b.expr.push(ExprNode::Const(*start), DType::F64);
-            let m = b.expr.push(ExprNode::Binary(crate::graph::op::BinaryOp::Mul, c, st), DType::F64);
-            let v = b.expr.push(ExprNode::Binary(crate::graph::op::BinaryOp::Add, m, s0), DType::F64);
+            let m = b.expr.push(
+                ExprNode::Binary(crate::graph::op::BinaryOp::Mul, c, st),
+                DType::F64,
+            );
+            let v = b.expr.push(
+                ExprNode::Binary(crate::graph::op::BinaryOp::Add, m, s0),
+                DType::F64,
+            );
             let out = b.expr.push(ExprNode::Cast(dtype, v), dtype);
             map(std::mem::take(&mut b.expr), out)
         }
         Op::Rand { seed, normal } => {
-            let r = b.expr.push(ExprNode::Rand { seed: *seed, normal: *normal }, DType::F32);
-            let out = if dtype == DType::F32 { r } else { b.expr.push(ExprNode::Cast(dtype, r), dtype) };
+            let r = b.expr.push(
+                ExprNode::Rand {
+                    seed: *seed,
+                    normal: *normal,
+                },
+                DType::F32,
+            );
+            let out = if dtype == DType::F32 {
+                r
+            } else {
+                b.expr.push(ExprNode::Cast(dtype, r), dtype)
+            };
             map(std::mem::take(&mut b.expr), out)
         }
         Op::Contiguous => {
@@ -103,7 +129,11 @@ fn lower_node(g: &mut Graph, i: usize, op: &Op) {
                 _ => DType::F32,
             };
             let acc = b.expr.push(ExprNode::Acc, acc_dtype);
-            let out = if acc_dtype == dtype { acc } else { b.expr.push(ExprNode::Cast(dtype, acc), dtype) };
+            let out = if acc_dtype == dtype {
+                acc
+            } else {
+                b.expr.push(ExprNode::Cast(dtype, acc), dtype)
+            };
             Body::Matmul(MatmulBody {
                 batch: la.shape[..r - 2].to_vec(),
                 m: la.shape[r - 2],
@@ -123,14 +153,24 @@ fn lower_node(g: &mut Graph, i: usize, op: &Op) {
                 b.args.push(r);
                 parts.push(l);
             }
-            Body::Concat(ConcatBody { shape: shape.clone(), axis: *axis, parts })
+            Body::Concat(ConcatBody {
+                shape: shape.clone(),
+                axis: *axis,
+                parts,
+            })
         }
         Op::IndexSelect { axis } | Op::Gather { axis } => {
             let (rs, ls) = operand(g, n.inputs[0]);
             let (ri, li) = operand(g, n.inputs[1]);
             b.args.push(rs);
             b.args.push(ri);
-            Body::Index(IndexBody { shape: shape.clone(), axis: *axis, src: ls, idx: li, gather: matches!(op, Op::Gather { .. }) })
+            Body::Index(IndexBody {
+                shape: shape.clone(),
+                axis: *axis,
+                src: ls,
+                idx: li,
+                gather: matches!(op, Op::Gather { .. }),
+            })
         }
         Op::View(_) => return,
     };

@@ -14,7 +14,7 @@ pub mod fuse_reduce;
 pub mod lower;
 pub mod view_elim;
 
-use crate::graph::graph::Graph;
+use crate::graph::dag::Graph;
 
 /// Target limits fusion respects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,16 +28,25 @@ pub struct Limits {
 impl Limits {
     /// The CPU has no binding limit; 64 keeps kernels readable.
     pub fn cpu() -> Self {
-        Limits { max_kernel_args: 64, fuse: true }
+        Limits {
+            max_kernel_args: 64,
+            fuse: true,
+        }
     }
 
     /// WebGPU's default of 8 storage buffers per shader stage, one being the output.
     pub fn webgpu() -> Self {
-        Limits { max_kernel_args: 7, fuse: true }
+        Limits {
+            max_kernel_args: 7,
+            fuse: true,
+        }
     }
 
     pub fn unfused(self) -> Self {
-        Limits { fuse: false, ..self }
+        Limits {
+            fuse: false,
+            ..self
+        }
     }
 }
 

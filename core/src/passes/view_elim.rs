@@ -2,7 +2,7 @@
 //! the storage root (every view node already knows its layout over the
 //! root), and views of inputs become inputs with that layout.
 
-use crate::graph::graph::{GOp, Graph};
+use crate::graph::dag::{GOp, Graph};
 use crate::graph::op::{Op, ViewOp};
 
 pub fn eliminate_views(g: &mut Graph) -> bool {

@@ -16,7 +16,10 @@ pub enum ExprNode {
     /// Element of argument `arg` at the current position of the kernel
     /// domain; `access` has the domain's shape and strides into that
     /// argument's storage (0 for broadcast axes).
-    Load { arg: usize, access: Layout },
+    Load {
+        arg: usize,
+        access: Layout,
+    },
     Const(Scalar),
     Unary(UnaryOp, ExprId),
     Binary(BinaryOp, ExprId, ExprId),
@@ -26,7 +29,10 @@ pub enum ExprNode {
     /// The current coordinate along one axis of the domain, as i32.
     Coord(usize),
     /// Counter-based random value for the current linear index of the domain.
-    Rand { seed: u64, normal: bool },
+    Rand {
+        seed: u64,
+        normal: bool,
+    },
     /// In a reduce kernel: the finished value of stage `i` for the current row.
     StageRef(usize),
     /// In a matmul epilogue: the accumulated product at the current position.
@@ -43,7 +49,12 @@ pub struct Expr {
 impl Expr {
     /// Appends a node (reusing an identical earlier one) and returns its id.
     pub fn push(&mut self, node: ExprNode, dtype: DType) -> ExprId {
-        if let Some(i) = self.nodes.iter().zip(&self.dtypes).position(|(n, &d)| *n == node && d == dtype) {
+        if let Some(i) = self
+            .nodes
+            .iter()
+            .zip(&self.dtypes)
+            .position(|(n, &d)| *n == node && d == dtype)
+        {
             return i;
         }
         self.nodes.push(node);
@@ -138,7 +149,11 @@ pub struct ReduceBody {
 impl ReduceBody {
     /// The output's shape with reduced axes kept as 1.
     pub fn keepdim_shape(&self) -> Vec<usize> {
-        self.shape.iter().enumerate().map(|(i, &d)| if self.axes.contains(&i) { 1 } else { d }).collect()
+        self.shape
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if self.axes.contains(&i) { 1 } else { d })
+            .collect()
     }
 
     /// Number of elements in one row (product of reduced axes).
@@ -246,7 +261,11 @@ impl Kernel {
                 let n: u64 = r.shape.iter().product::<usize>() as u64;
                 let stage_roots: Vec<ExprId> = r.stages.iter().map(|s| s.value).collect();
                 let per_elem = r.expr.flops(&stage_roots) + r.stages.len() as u64;
-                let out_n = if r.out_full { n } else { n / r.row_len().max(1) as u64 };
+                let out_n = if r.out_full {
+                    n
+                } else {
+                    n / r.row_len().max(1) as u64
+                };
                 per_elem * n + r.expr.flops(&[r.out]) * out_n
             }
             Body::Matmul(mm) => {
@@ -263,7 +282,12 @@ impl Kernel {
     pub fn bytes(&self) -> u64 {
         let out = (self.out_numel() * self.out_dtype.size_in_bytes()) as u64;
         let read = |arg: usize, l: &Layout| -> u64 {
-            let touched: usize = l.shape.iter().zip(&l.strides).map(|(&d, &s)| if s == 0 { 1 } else { d }).product();
+            let touched: usize = l
+                .shape
+                .iter()
+                .zip(&l.strides)
+                .map(|(&d, &s)| if s == 0 { 1 } else { d })
+                .product();
             (touched.min(self.args[arg].len) * self.args[arg].dtype.size_in_bytes()) as u64
         };
         let loads = |e: &Expr| -> u64 {

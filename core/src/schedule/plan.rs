@@ -97,13 +97,20 @@ pub fn plan_buffers(steps: &[PendingStep]) -> (Vec<Step>, BufferPlan) {
         let (dtype, len) = (s.kernel.out_dtype, s.kernel.out_numel());
         let bytes = (len * dtype.size_in_bytes()) as u64;
         let slot = if s.is_output {
-            plan.slots.push(SlotInfo { dtype, len, pinned: true });
+            plan.slots.push(SlotInfo {
+                dtype,
+                len,
+                pinned: true,
+            });
             plan.slots.len() - 1
         } else {
             plan.unplanned_intermediate_bytes += bytes;
             // Best fit among free slots of this dtype: the smallest that is
             // large enough, else the largest one grown to fit.
-            let candidates = free.iter().enumerate().filter(|(_, &f)| plan.slots[f].dtype == dtype);
+            let candidates = free
+                .iter()
+                .enumerate()
+                .filter(|(_, &f)| plan.slots[f].dtype == dtype);
             let pick = candidates
                 .clone()
                 .filter(|(_, &f)| plan.slots[f].len >= len)
@@ -119,7 +126,11 @@ pub fn plan_buffers(steps: &[PendingStep]) -> (Vec<Step>, BufferPlan) {
                     f
                 }
                 None => {
-                    plan.slots.push(SlotInfo { dtype, len, pinned: false });
+                    plan.slots.push(SlotInfo {
+                        dtype,
+                        len,
+                        pinned: false,
+                    });
                     live_bytes += bytes;
                     plan.slots.len() - 1
                 }
@@ -134,7 +145,11 @@ pub fn plan_buffers(steps: &[PendingStep]) -> (Vec<Step>, BufferPlan) {
                 PendingRef::Step(p) => BufRef::Slot(slot_of[*p]),
             })
             .collect();
-        out_steps.push(Step { kernel: s.kernel.clone(), args, out: slot });
+        out_steps.push(Step {
+            kernel: s.kernel.clone(),
+            args,
+            out: slot,
+        });
         // Allocated-but-free slots still occupy memory: peak counts every
         // non-pinned slot ever allocated that is live or parked in `free`.
         plan.peak_intermediate_bytes = plan.peak_intermediate_bytes.max(live_bytes);

@@ -13,26 +13,53 @@ use std::sync::Arc;
 
 impl Tensor {
     /// A tensor holding `data` (row-major) with `shape`. No copy.
-    pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
+    pub fn from_vec<T: Element>(
+        data: Vec<T>,
+        shape: impl Into<Shape>,
+        device: &Device,
+    ) -> Result<Tensor> {
         let shape = shape.into();
         let n = shape.checked_numel("from_vec", T::DTYPE.size_in_bytes())?;
         if n != data.len() {
-            return Err(Error::ElementCount { op: "from_vec", shape: shape.0, expected: n, got: data.len() });
+            return Err(Error::ElementCount {
+                op: "from_vec",
+                shape: shape.0,
+                expected: n,
+                got: data.len(),
+            });
         }
-        Ok(Tensor::from_storage(T::into_storage(data), Layout::contiguous(shape.dims()), *device))
+        Ok(Tensor::from_storage(
+            T::into_storage(data),
+            Layout::contiguous(shape.dims()),
+            *device,
+        ))
     }
 
     /// A tensor copied from a slice of plain-old-data elements.
-    pub fn from_slice<T: Element + bytemuck::Pod>(data: &[T], shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
+    pub fn from_slice<T: Element + bytemuck::Pod>(
+        data: &[T],
+        shape: impl Into<Shape>,
+        device: &Device,
+    ) -> Result<Tensor> {
         Tensor::from_vec(data.to_vec(), shape, device)
     }
 
     /// A tensor from raw little-endian bytes of `dtype` (any alignment).
-    pub fn from_bytes(bytes: &[u8], dtype: DType, shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
+    pub fn from_bytes(
+        bytes: &[u8],
+        dtype: DType,
+        shape: impl Into<Shape>,
+        device: &Device,
+    ) -> Result<Tensor> {
         let shape = shape.into();
         let n = shape.checked_numel("from_bytes", dtype.size_in_bytes())?;
         if bytes.len() != n * dtype.size_in_bytes() {
-            return Err(Error::ElementCount { op: "from_bytes", shape: shape.0, expected: n * dtype.size_in_bytes(), got: bytes.len() });
+            return Err(Error::ElementCount {
+                op: "from_bytes",
+                shape: shape.0,
+                expected: n * dtype.size_in_bytes(),
+                got: bytes.len(),
+            });
         }
         let storage = match dtype {
             DType::Bool => CpuStorage::Bool(bytes.iter().map(|&b| b != 0).collect()),
@@ -43,20 +70,38 @@ impl Tensor {
             DType::F32 => CpuStorage::F32(bytemuck::pod_collect_to_vec(bytes)),
             DType::F64 => CpuStorage::F64(bytemuck::pod_collect_to_vec(bytes)),
         };
-        Ok(Tensor::from_storage(storage, Layout::contiguous(shape.dims()), *device))
+        Ok(Tensor::from_storage(
+            storage,
+            Layout::contiguous(shape.dims()),
+            *device,
+        ))
     }
 
     /// A realized tensor viewing `storage` through `layout` (checked by callers).
     pub(crate) fn from_storage(storage: CpuStorage, layout: Layout, device: Device) -> Tensor {
         let len = storage.len();
         let dtype = storage.dtype();
-        Tensor { node: Node::new(dtype, layout, len, State::Ready(Arc::new(storage))), device }
+        Tensor {
+            node: Node::new(dtype, layout, len, State::Ready(Arc::new(storage))),
+            device,
+        }
     }
 
     /// Every element equal to `value` (rounded to `dtype`).
-    pub fn full(value: f64, shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
+    pub fn full(
+        value: f64,
+        shape: impl Into<Shape>,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
         let shape = shape.into();
-        Tensor::lazy(Op::Full(Scalar::new(value, dtype)), &[], dtype, shape.dims(), *device)
+        Tensor::lazy(
+            Op::Full(Scalar::new(value, dtype)),
+            &[],
+            dtype,
+            shape.dims(),
+            *device,
+        )
     }
 
     pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
@@ -73,31 +118,75 @@ impl Tensor {
     }
 
     /// `start, start+step, ...` below `end` (above it for a negative step), as NumPy's `arange`.
-    pub fn arange(start: f64, end: f64, step: f64, dtype: DType, device: &Device) -> Result<Tensor> {
+    pub fn arange(
+        start: f64,
+        end: f64,
+        step: f64,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
         if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
-            return Err(Error::InvalidArgument { op: "arange", what: "start, end and step", expected: "finite with step != 0", got: format!("{start}, {end}, {step}") });
+            return Err(Error::InvalidArgument {
+                op: "arange",
+                what: "start, end and step",
+                expected: "finite with step != 0",
+                got: format!("{start}, {end}, {step}"),
+            });
         }
         let n = ((end - start) / step).ceil().max(0.0);
         if n > (u32::MAX as f64) {
-            return Err(Error::TooLarge { op: "arange", shape: vec![usize::MAX] });
+            return Err(Error::TooLarge {
+                op: "arange",
+                shape: vec![usize::MAX],
+            });
         }
-        let op = Op::Arange { start: Scalar { value: start, dtype: DType::F64 }, step: Scalar { value: step, dtype: DType::F64 } };
+        let op = Op::Arange {
+            start: Scalar {
+                value: start,
+                dtype: DType::F64,
+            },
+            step: Scalar {
+                value: step,
+                dtype: DType::F64,
+            },
+        };
         Tensor::lazy(op, &[], dtype, &[n as usize], *device)
     }
 
     /// Uniform values in [0, 1), reproducible from `seed` on every backend.
-    pub fn rand(shape: impl Into<Shape>, seed: u64, dtype: DType, device: &Device) -> Result<Tensor> {
+    pub fn rand(
+        shape: impl Into<Shape>,
+        seed: u64,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
         Tensor::random("rand", shape.into(), seed, false, dtype, device)
     }
 
     /// Standard normal values, reproducible from `seed` on every backend.
-    pub fn randn(shape: impl Into<Shape>, seed: u64, dtype: DType, device: &Device) -> Result<Tensor> {
+    pub fn randn(
+        shape: impl Into<Shape>,
+        seed: u64,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
         Tensor::random("randn", shape.into(), seed, true, dtype, device)
     }
 
-    fn random(op: &'static str, shape: Shape, seed: u64, normal: bool, dtype: DType, device: &Device) -> Result<Tensor> {
+    fn random(
+        op: &'static str,
+        shape: Shape,
+        seed: u64,
+        normal: bool,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
         if !dtype.is_float() {
-            return Err(Error::UnsupportedDType { op, dtype, why: "random values need a float dtype" });
+            return Err(Error::UnsupportedDType {
+                op,
+                dtype,
+                why: "random values need a float dtype",
+            });
         }
         if shape.numel() > u32::MAX as usize {
             return Err(Error::TooLarge { op, shape: shape.0 });

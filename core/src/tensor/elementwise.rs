@@ -80,13 +80,21 @@ impl Tensor {
         let x = match op {
             UnaryOp::Not => self.cast(DType::Bool)?,
             UnaryOp::Neg if self.dtype() == DType::Bool => {
-                return Err(Error::UnsupportedDType { op: "neg", dtype: DType::Bool, why: "use logical_not for bool" })
+                return Err(Error::UnsupportedDType {
+                    op: "neg",
+                    dtype: DType::Bool,
+                    why: "use logical_not for bool",
+                })
             }
             _ if op.needs_float() => self.cast(self.dtype().to_float())?,
             _ => self.clone(),
         };
-        let dtype = if op == UnaryOp::Not { DType::Bool } else { x.dtype() };
-        Tensor::lazy(Op::Unary(op), &[&x], dtype, &x.shape().to_vec(), x.device)
+        let dtype = if op == UnaryOp::Not {
+            DType::Bool
+        } else {
+            x.dtype()
+        };
+        Tensor::lazy(Op::Unary(op), &[&x], dtype, x.shape(), x.device)
     }
 
     pub fn binary(&self, op: BinaryOp, rhs: &Tensor) -> Result<Tensor> {
@@ -100,7 +108,11 @@ impl Tensor {
         }
         let a = self.cast(dtype)?.expand(shape.clone())?;
         let b = rhs.cast(dtype)?.expand(shape.clone())?;
-        let out = if op.is_predicate() { DType::Bool } else { dtype };
+        let out = if op.is_predicate() {
+            DType::Bool
+        } else {
+            dtype
+        };
         Tensor::lazy(Op::Binary(op), &[&a, &b], out, &shape, device)
     }
 
@@ -109,14 +121,18 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        Tensor::lazy(Op::Cast(dtype), &[self], dtype, &self.shape().to_vec(), self.device)
+        Tensor::lazy(Op::Cast(dtype), &[self], dtype, self.shape(), self.device)
     }
 
     /// `cond ? a : b`, all three broadcast together; `cond` is read as bool.
     pub fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         Tensor::same_device("where", cond, a)?;
         let device = Tensor::same_device("where", a, b)?;
-        let shape = broadcast_shapes("where", &broadcast_shapes("where", cond.shape(), a.shape())?, b.shape())?;
+        let shape = broadcast_shapes(
+            "where",
+            &broadcast_shapes("where", cond.shape(), a.shape())?,
+            b.shape(),
+        )?;
         let dtype = DType::promote(a.dtype(), b.dtype());
         let c = cond.cast(DType::Bool)?.expand(shape.clone())?;
         let a = a.cast(dtype)?.expand(shape.clone())?;
@@ -127,7 +143,12 @@ impl Tensor {
     /// Limits values to `[lo, hi]` (NaN stays NaN).
     pub fn clamp(&self, lo: f64, hi: f64) -> Result<Tensor> {
         if lo > hi || lo.is_nan() || hi.is_nan() {
-            return Err(Error::InvalidArgument { op: "clamp", what: "bounds", expected: "lo <= hi", got: format!("lo={lo}, hi={hi}") });
+            return Err(Error::InvalidArgument {
+                op: "clamp",
+                what: "bounds",
+                expected: "lo <= hi",
+                got: format!("lo={lo}, hi={hi}"),
+            });
         }
         self.maximum_scalar(lo)?.minimum_scalar(hi)
     }

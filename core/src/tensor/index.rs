@@ -14,15 +14,23 @@ impl Tensor {
         let mut dtype = first.dtype();
         for t in tensors {
             Tensor::same_device("concat", first, t)?;
-            let same = t.rank() == first.rank() && (0..t.rank()).all(|i| i == axis || t.shape()[i] == first.shape()[i]);
+            let same = t.rank() == first.rank()
+                && (0..t.rank()).all(|i| i == axis || t.shape()[i] == first.shape()[i]);
             if !same {
-                return Err(Error::ConcatShape { op: "concat", axis, shapes: tensors.iter().map(|t| t.shape().to_vec()).collect() });
+                return Err(Error::ConcatShape {
+                    op: "concat",
+                    axis,
+                    shapes: tensors.iter().map(|t| t.shape().to_vec()).collect(),
+                });
             }
             dtype = DType::promote(dtype, t.dtype());
         }
         let mut shape = first.shape().to_vec();
         shape[axis] = tensors.iter().map(|t| t.shape()[axis]).sum();
-        let cast: Vec<Tensor> = tensors.iter().map(|t| t.cast(dtype)).collect::<Result<_>>()?;
+        let cast: Vec<Tensor> = tensors
+            .iter()
+            .map(|t| t.cast(dtype))
+            .collect::<Result<_>>()?;
         let refs: Vec<&Tensor> = cast.iter().collect();
         Tensor::lazy(Op::Concat { axis }, &refs, dtype, &shape, first.device)
     }
@@ -34,11 +42,22 @@ impl Tensor {
         let axis = normalize_axis("index_select", axis, self.shape())?;
         check_index_dtype("index_select", index)?;
         if index.rank() != 1 {
-            return Err(Error::GatherShape { op: "index_select", index: index.shape().to_vec(), source_shape: self.shape().to_vec(), axis });
+            return Err(Error::GatherShape {
+                op: "index_select",
+                index: index.shape().to_vec(),
+                source_shape: self.shape().to_vec(),
+                axis,
+            });
         }
         let mut shape = self.shape().to_vec();
         shape[axis] = index.shape()[0];
-        Tensor::lazy(Op::IndexSelect { axis }, &[self, index], self.dtype(), &shape, device)
+        Tensor::lazy(
+            Op::IndexSelect { axis },
+            &[self, index],
+            self.dtype(),
+            &shape,
+            device,
+        )
     }
 
     /// `out[i][j] = self[i][index[i][j]]` along `axis` (PyTorch's `gather`):
@@ -47,11 +66,23 @@ impl Tensor {
         let device = Tensor::same_device("gather", self, index)?;
         let axis = normalize_axis("gather", axis, self.shape())?;
         check_index_dtype("gather", index)?;
-        let fits = index.rank() == self.rank() && (0..self.rank()).all(|i| i == axis || index.shape()[i] <= self.shape()[i]);
+        let fits = index.rank() == self.rank()
+            && (0..self.rank()).all(|i| i == axis || index.shape()[i] <= self.shape()[i]);
         if !fits {
-            return Err(Error::GatherShape { op: "gather", index: index.shape().to_vec(), source_shape: self.shape().to_vec(), axis });
+            return Err(Error::GatherShape {
+                op: "gather",
+                index: index.shape().to_vec(),
+                source_shape: self.shape().to_vec(),
+                axis,
+            });
         }
-        Tensor::lazy(Op::Gather { axis }, &[self, index], self.dtype(), &index.shape().to_vec(), device)
+        Tensor::lazy(
+            Op::Gather { axis },
+            &[self, index],
+            self.dtype(),
+            index.shape(),
+            device,
+        )
     }
 }
 

@@ -19,12 +19,19 @@ impl Tensor {
             return Ok(s);
         }
         self.realize()?;
-        self.node.storage().ok_or(Error::Backend { op: "realize", message: "result was not recorded".into() })
+        self.node.storage().ok_or(Error::Backend {
+            op: "realize",
+            message: "result was not recorded".into(),
+        })
     }
 
     fn check_type<T: Element>(&self, op: &'static str) -> Result<()> {
         if T::DTYPE != self.dtype() {
-            return Err(Error::ElementType { op, requested: T::DTYPE, actual: self.dtype() });
+            return Err(Error::ElementType {
+                op,
+                requested: T::DTYPE,
+                actual: self.dtype(),
+            });
         }
         Ok(())
     }
@@ -34,7 +41,11 @@ impl Tensor {
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_type::<T>("to_vec")?;
         let storage = self.realized_storage()?;
-        let data = T::slice(&storage).ok_or(Error::ElementType { op: "to_vec", requested: T::DTYPE, actual: storage.dtype() })?;
+        let data = T::slice(&storage).ok_or(Error::ElementType {
+            op: "to_vec",
+            requested: T::DTYPE,
+            actual: storage.dtype(),
+        })?;
         let l = self.layout();
         if l.is_contiguous() {
             return Ok(data[l.offset..l.offset + l.numel()].to_vec());
@@ -51,10 +62,16 @@ impl Tensor {
     /// The single element of a one-element tensor.
     pub fn item<T: Element>(&self) -> Result<T> {
         if self.numel() != 1 {
-            return Err(Error::NotScalar { op: "item", shape: self.shape().to_vec() });
+            return Err(Error::NotScalar {
+                op: "item",
+                shape: self.shape().to_vec(),
+            });
         }
         let v = self.to_vec::<T>()?;
-        v.first().copied().ok_or(Error::NotScalar { op: "item", shape: self.shape().to_vec() })
+        v.first().copied().ok_or(Error::NotScalar {
+            op: "item",
+            shape: self.shape().to_vec(),
+        })
     }
 
     /// Takes ownership of an ndarray without copying: its buffer becomes the
@@ -65,11 +82,18 @@ impl Tensor {
         let (data, offset) = array.into_raw_vec_and_offset();
         let offset = offset.unwrap_or(0);
         let layout = Layout::as_strided(&shape, &strides, offset, data.len())?;
-        Ok(Tensor::from_storage(T::into_storage(data), layout, Device::Cpu))
+        Ok(Tensor::from_storage(
+            T::into_storage(data),
+            layout,
+            Device::Cpu,
+        ))
     }
 
     /// Copies an ndarray view (any layout) into a new tensor.
-    pub fn from_ndarray_view<T: Element>(array: ndarray::ArrayViewD<'_, T>, device: &Device) -> Result<Tensor> {
+    pub fn from_ndarray_view<T: Element>(
+        array: ndarray::ArrayViewD<'_, T>,
+        device: &Device,
+    ) -> Result<Tensor> {
         let shape = array.shape().to_vec();
         Tensor::from_vec(array.iter().copied().collect(), shape, device)
     }
@@ -79,7 +103,10 @@ impl Tensor {
     /// non-negative). Use [`Tensor::into_ndarray`] to avoid the copy.
     pub fn to_ndarray<T: Element>(&self) -> Result<ArrayD<T>> {
         let v = self.to_vec::<T>()?;
-        ArrayD::from_shape_vec(IxDyn(self.shape()), v).map_err(|e| Error::Backend { op: "to_ndarray", message: e.to_string() })
+        ArrayD::from_shape_vec(IxDyn(self.shape()), v).map_err(|e| Error::Backend {
+            op: "to_ndarray",
+            message: e.to_string(),
+        })
     }
 
     /// The values as an ndarray, moving the storage out without a copy when
@@ -90,21 +117,44 @@ impl Tensor {
         drop(self.realized_storage()?);
         let layout = self.layout().clone();
         let device = self.device;
-        let movable = layout.offset == 0 && layout.strides.iter().zip(&layout.shape).all(|(&s, &d)| s > 0 || d <= 1);
+        let movable = layout.offset == 0
+            && layout
+                .strides
+                .iter()
+                .zip(&layout.shape)
+                .all(|(&s, &d)| s > 0 || d <= 1);
         let node = match Arc::try_unwrap(self.node) {
             Ok(node) if movable => node,
-            Ok(node) => return Tensor { node: Arc::new(node), device }.to_ndarray(),
+            Ok(node) => {
+                return Tensor {
+                    node: Arc::new(node),
+                    device,
+                }
+                .to_ndarray()
+            }
             Err(node) => return Tensor { node, device }.to_ndarray(),
         };
         let State::Ready(storage) = node.into_state() else {
-            return Err(Error::Backend { op: "into_ndarray", message: "tensor was not realized".into() });
+            return Err(Error::Backend {
+                op: "into_ndarray",
+                message: "tensor was not realized".into(),
+            });
         };
-        let owned = Arc::try_unwrap(storage).map_err(|s| (*s).clone()).unwrap_or_else(|s| s);
-        let vec = T::into_vec(owned).map_err(|s| Error::ElementType { op: "into_ndarray", requested: T::DTYPE, actual: s.dtype() })?;
+        let owned = Arc::try_unwrap(storage)
+            .map_err(|s| (*s).clone())
+            .unwrap_or_else(|s| s);
+        let vec = T::into_vec(owned).map_err(|s| Error::ElementType {
+            op: "into_ndarray",
+            requested: T::DTYPE,
+            actual: s.dtype(),
+        })?;
         let strides: Vec<usize> = layout.strides.iter().map(|&s| s.max(0) as usize).collect();
         match ArrayD::from_shape_vec(IxDyn(&layout.shape).strides(IxDyn(&strides)), vec) {
             Ok(a) => Ok(a),
-            Err(_) => Err(Error::Backend { op: "into_ndarray", message: format!("ndarray rejected layout {layout:?}") }),
+            Err(_) => Err(Error::Backend {
+                op: "into_ndarray",
+                message: format!("ndarray rejected layout {layout:?}"),
+            }),
         }
     }
 }

@@ -83,7 +83,7 @@ impl Tensor {
 
     /// Computes this tensor (and everything it needs) now.
     pub fn realize(&self) -> Result<&Self> {
-        crate::runtime::realize(&[self.clone()])?;
+        crate::runtime::realize(std::slice::from_ref(self))?;
         Ok(self)
     }
 
@@ -93,17 +93,31 @@ impl Tensor {
     }
 
     /// A new lazy, non-view node of `shape`.
-    pub(crate) fn lazy(op: Op, inputs: &[&Tensor], dtype: DType, shape: &[usize], device: Device) -> Result<Tensor> {
+    pub(crate) fn lazy(
+        op: Op,
+        inputs: &[&Tensor],
+        dtype: DType,
+        shape: &[usize],
+        device: Device,
+    ) -> Result<Tensor> {
         let layout = Layout::contiguous(shape);
-        let numel = crate::shape::Shape::new(shape.to_vec()).checked_numel(op.name(), dtype.size_in_bytes())?;
+        let numel = crate::shape::Shape::new(shape.to_vec())
+            .checked_numel(op.name(), dtype.size_in_bytes())?;
         let inputs = inputs.iter().map(|t| t.node.clone()).collect();
-        Ok(Tensor { node: Node::new(dtype, layout, numel, State::Lazy { op, inputs }), device })
+        Ok(Tensor {
+            node: Node::new(dtype, layout, numel, State::Lazy { op, inputs }),
+            device,
+        })
     }
 
     /// Checks that all operands share one device.
     pub(crate) fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<Device> {
         if a.device != b.device {
-            return Err(Error::DeviceMismatch { op, lhs: a.device.name(), rhs: b.device.name() });
+            return Err(Error::DeviceMismatch {
+                op,
+                lhs: a.device.name(),
+                rhs: b.device.name(),
+            });
         }
         Ok(a.device)
     }

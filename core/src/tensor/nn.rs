@@ -26,17 +26,35 @@ impl Tensor {
 
     /// Normalises over the last `normalized_dims` axes, then scales and
     /// shifts by `weight` and `bias` (shape = those axes), as `nn.LayerNorm`.
-    pub fn layer_norm(&self, normalized_dims: usize, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    pub fn layer_norm(
+        &self,
+        normalized_dims: usize,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
         if normalized_dims == 0 || normalized_dims > self.rank() {
-            return Err(Error::InvalidArgument { op: "layer_norm", what: "normalized_dims", expected: "between 1 and the rank", got: format!("{normalized_dims} for shape {:?}", self.shape()) });
+            return Err(Error::InvalidArgument {
+                op: "layer_norm",
+                what: "normalized_dims",
+                expected: "between 1 and the rank",
+                got: format!("{normalized_dims} for shape {:?}", self.shape()),
+            });
         }
         let x = self.cast(self.dtype().to_float())?;
-        let axes: Vec<isize> = (x.rank() - normalized_dims..x.rank()).map(|a| a as isize).collect();
+        let axes: Vec<isize> = (x.rank() - normalized_dims..x.rank())
+            .map(|a| a as isize)
+            .collect();
         let tail = &x.shape()[x.rank() - normalized_dims..];
         for (name, p) in [("weight", weight), ("bias", bias)] {
             if let Some(p) = p {
                 if p.shape() != tail {
-                    return Err(Error::InvalidArgument { op: "layer_norm", what: name, expected: "the normalized shape", got: format!("{:?} for normalized shape {tail:?}", p.shape()) });
+                    return Err(Error::InvalidArgument {
+                        op: "layer_norm",
+                        what: name,
+                        expected: "the normalized shape",
+                        got: format!("{:?} for normalized shape {tail:?}", p.shape()),
+                    });
                 }
             }
         }

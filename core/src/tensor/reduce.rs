@@ -12,19 +12,44 @@ impl Tensor {
         let axes = normalize_axes(op.name(), axes, self.shape())?;
         let n: usize = axes.iter().map(|&a| self.shape()[a]).product();
         if n == 0 && op != ReduceOp::Sum {
-            return Err(Error::InvalidArgument { op: op.name(), what: "reduced axes", expected: "at least one element", got: format!("shape {:?} over axes {axes:?}", self.shape()) });
+            return Err(Error::InvalidArgument {
+                op: op.name(),
+                what: "reduced axes",
+                expected: "at least one element",
+                got: format!("shape {:?} over axes {axes:?}", self.shape()),
+            });
         }
         let (x, dtype) = match op {
             ReduceOp::Sum if !self.dtype().is_float() => (self.cast(DType::I32)?, DType::I32),
             ReduceOp::ArgMax => (self.clone(), DType::I32),
             _ => (self.clone(), self.dtype()),
         };
-        let kept: Vec<usize> = x.shape().iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
-        let out = Tensor::lazy(Op::Reduce { op, axes: axes.clone() }, &[&x], dtype, &kept, x.device)?;
+        let kept: Vec<usize> = x
+            .shape()
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if axes.contains(&i) { 1 } else { d })
+            .collect();
+        let out = Tensor::lazy(
+            Op::Reduce {
+                op,
+                axes: axes.clone(),
+            },
+            &[&x],
+            dtype,
+            &kept,
+            x.device,
+        )?;
         if keepdim {
             return Ok(out);
         }
-        let squeezed: Vec<usize> = x.shape().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
+        let squeezed: Vec<usize> = x
+            .shape()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !axes.contains(i))
+            .map(|(_, &d)| d)
+            .collect();
         out.reshape(squeezed)
     }
 
@@ -57,7 +82,7 @@ impl Tensor {
         let n = count(&x, axes)?;
         let mean = x.mean(axes, true)?;
         let dev = x.sub(&mean)?;
-        let denom = n.saturating_sub(correction).max(0) as f64;
+        let denom = n.saturating_sub(correction) as f64;
         dev.mul(&dev)?.sum(axes, keepdim)?.mul_scalar(1.0 / denom)
     }
 

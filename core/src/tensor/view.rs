@@ -14,9 +14,15 @@ impl Tensor {
     fn view_node(&self, op: ViewOp, layout: Layout) -> Tensor {
         let state = match self.node.state() {
             State::Ready(s) => State::Ready(s),
-            State::Lazy { .. } => State::Lazy { op: Op::View(op), inputs: vec![self.node.clone()] },
+            State::Lazy { .. } => State::Lazy {
+                op: Op::View(op),
+                inputs: vec![self.node.clone()],
+            },
         };
-        Tensor { node: Node::new(self.dtype(), layout, self.node.storage_len, state), device: self.device }
+        Tensor {
+            node: Node::new(self.dtype(), layout, self.node.storage_len, state),
+            device: self.device,
+        }
     }
 
     /// The same elements with a new shape; one axis may be `usize::MAX`
@@ -26,7 +32,13 @@ impl Tensor {
         let mut dims = shape.into().0;
         let numel = self.numel();
         let infer: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] == usize::MAX).collect();
-        let bad = |dims: &[usize]| Error::Reshape { op: "reshape", from: self.shape().to_vec(), from_elems: numel, to: dims.to_vec(), to_elems: dims.iter().filter(|&&d| d != usize::MAX).product() };
+        let bad = |dims: &[usize]| Error::Reshape {
+            op: "reshape",
+            from: self.shape().to_vec(),
+            from_elems: numel,
+            to: dims.to_vec(),
+            to_elems: dims.iter().filter(|&&d| d != usize::MAX).product(),
+        };
         if infer.len() > 1 {
             return Err(bad(&dims));
         }
@@ -130,6 +142,12 @@ impl Tensor {
 
     /// Always a fresh contiguous copy.
     pub(crate) fn copy_contiguous(&self) -> Result<Tensor> {
-        Tensor::lazy(Op::Contiguous, &[self], self.dtype(), &self.shape().to_vec(), self.device)
+        Tensor::lazy(
+            Op::Contiguous,
+            &[self],
+            self.dtype(),
+            self.shape(),
+            self.device,
+        )
     }
 }

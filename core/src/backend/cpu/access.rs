@@ -38,7 +38,11 @@ impl Walk {
             shape.push(1);
             strides.push(0);
         }
-        Walk { shape, strides, offset: l.offset as isize }
+        Walk {
+            shape,
+            strides,
+            offset: l.offset as isize,
+        }
     }
 
     /// True when the whole walk is one dense run (contiguous).
@@ -124,7 +128,10 @@ fn gather_typed<T: Compute, E: Element>(src: &[E], walk: &Walk, start: usize, ou
 /// Writes a chunk of computed values into `dst` (contiguous) at `start`.
 #[inline]
 pub fn store<T: Compute>(dst: &mut CpuStorage, start: usize, vals: &[T]) {
-    crate::with_storage!(dst, |v| store_typed(&mut v[start..start + vals.len()], vals))
+    crate::with_storage!(dst, |v| store_typed(
+        &mut v[start..start + vals.len()],
+        vals
+    ))
 }
 
 #[inline]
@@ -142,7 +149,11 @@ mod tests {
     fn gather_matches_layout_indices() {
         let data: Vec<f32> = (0..60).map(|x| x as f32).collect();
         let s = CpuStorage::F32(data);
-        let l = Layout::contiguous(&[3, 4, 5]).permute(&[2, 0, 1]).unwrap().narrow(1, 1, 2).unwrap();
+        let l = Layout::contiguous(&[3, 4, 5])
+            .permute(&[2, 0, 1])
+            .unwrap()
+            .narrow(1, 1, 2)
+            .unwrap();
         let w = Walk::new(&l);
         let want: Vec<f32> = l.indices().into_iter().map(|i| i as f32).collect();
         for start in 0..want.len() {

@@ -7,8 +7,19 @@ use crate::dtype::{DType, Element};
 use crate::graph::op::{wrap_int, BinaryOp, UnaryOp};
 
 pub trait Compute:
-    Copy + Send + Sync + PartialOrd + PartialEq + Default + std::fmt::Debug + 'static
-    + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self>
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + PartialEq
+    + Default
+    + std::fmt::Debug
+    + 'static
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
 {
     const ZERO: Self;
     const ONE: Self;
@@ -81,9 +92,12 @@ macro_rules! compute_impl {
                             x
                         }
                     }
-                    UnaryOp::GeluErf => 0.5 * x * (1.0 + $erf(x * std::f64::consts::FRAC_1_SQRT_2 as $t)),
+                    UnaryOp::GeluErf => {
+                        0.5 * x * (1.0 + $erf(x * std::f64::consts::FRAC_1_SQRT_2 as $t))
+                    }
                     UnaryOp::GeluTanh => {
-                        let c = 0.797_884_560_802_865_4 as $t;
+                        let c = (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2)
+                            as $t;
                         0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
                     }
                     UnaryOp::Silu => x / (1.0 + (-x).exp_fast()),
@@ -124,8 +138,20 @@ pub fn binary_chunk<T: Compute>(op: BinaryOp, dtype: DType, a: &mut [T], b: &[T]
         BinaryOp::Mul => each!(|x, y| x * y),
         BinaryOp::Div => each!(|x, y| x / y),
         BinaryOp::Pow => each!(|x, y| x.powf(y)),
-        BinaryOp::Maximum => each!(|x, y| if x.is_nan() || y.is_nan() { x + y } else if x > y { x } else { y }),
-        BinaryOp::Minimum => each!(|x, y| if x.is_nan() || y.is_nan() { x + y } else if x < y { x } else { y }),
+        BinaryOp::Maximum => each!(|x, y| if x.is_nan() || y.is_nan() {
+            x + y
+        } else if x > y {
+            x
+        } else {
+            y
+        }),
+        BinaryOp::Minimum => each!(|x, y| if x.is_nan() || y.is_nan() {
+            x + y
+        } else if x < y {
+            x
+        } else {
+            y
+        }),
         BinaryOp::Eq => each!(|x, y| t(x == y)),
         BinaryOp::Ne => each!(|x, y| t(x != y)),
         BinaryOp::Lt => each!(|x, y| t(x < y)),

@@ -17,7 +17,12 @@ pub fn run_concat(c: &ConcatBody, args: &[&CpuStorage], out: &mut CpuStorage) ->
     Ok(())
 }
 
-fn copy_indices(src: &CpuStorage, from: &[usize], dst: &mut CpuStorage, to: &[usize]) -> Result<()> {
+fn copy_indices(
+    src: &CpuStorage,
+    from: &[usize],
+    dst: &mut CpuStorage,
+    to: &[usize],
+) -> Result<()> {
     macro_rules! arm {
         ($($v:ident),*) => {
             match (src, dst) {
@@ -51,7 +56,12 @@ pub fn run_index(ix: &IndexBody, args: &[&CpuStorage], out: &mut CpuStorage) -> 
         // Negative indices count from the end, as in PyTorch.
         let i = if raw < 0 { raw + size as i64 } else { raw };
         if i < 0 || i >= size as i64 {
-            return Err(Error::IndexOutOfRange { op, index: raw, axis: ix.axis, size });
+            return Err(Error::IndexOutOfRange {
+                op,
+                index: raw,
+                axis: ix.axis,
+                size,
+            });
         }
         let mut src_coords = coords.clone();
         src_coords[ix.axis] = i as usize;
@@ -65,5 +75,9 @@ pub fn run_index(ix: &IndexBody, args: &[&CpuStorage], out: &mut CpuStorage) -> 
         }
     }
     let to: Vec<usize> = (0..n).collect();
-    copy_indices(args[0], &from, out, &to).map_err(|_| Error::DTypeMismatch { op, lhs: args[0].dtype(), rhs: out.dtype() })
+    copy_indices(args[0], &from, out, &to).map_err(|_| Error::DTypeMismatch {
+        op,
+        lhs: args[0].dtype(),
+        rhs: out.dtype(),
+    })
 }

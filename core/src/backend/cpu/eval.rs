@@ -29,7 +29,11 @@ pub struct Scratch<T> {
 
 impl<T: Compute> Scratch<T> {
     pub fn new(expr: &Expr) -> Self {
-        Scratch { bufs: vec![Vec::new(); expr.len()], lin: Vec::new(), valid: vec![false; expr.len()] }
+        Scratch {
+            bufs: vec![Vec::new(); expr.len()],
+            lin: Vec::new(),
+            valid: vec![false; expr.len()],
+        }
     }
 
     /// Forgets all values: the next evaluation is at new positions.
@@ -92,7 +96,11 @@ pub fn eval_chunk<T: Compute>(
                 pos.linear(&mut lin);
                 let key = rng::seed_key(*seed);
                 for (o, &l) in buf.iter_mut().zip(&lin) {
-                    let v = if *normal { rng::normal(key, l) } else { rng::uniform(key, l) };
+                    let v = if *normal {
+                        rng::normal(key, l)
+                    } else {
+                        rng::uniform(key, l)
+                    };
                     *o = T::from_f64(v as f64);
                 }
                 scratch.lin = lin;
@@ -110,5 +118,10 @@ pub fn eval_chunk<T: Compute>(
 /// True when any node of the kernel holds an f64 or i32 value, which the
 /// fast path then computes in f64 to stay exact.
 pub fn needs_f64(expr: &Expr, out: DType) -> bool {
-    out == DType::F64 || out == DType::I32 || expr.dtypes.iter().any(|&d| d == DType::F64 || d == DType::I32)
+    out == DType::F64
+        || out == DType::I32
+        || expr
+            .dtypes
+            .iter()
+            .any(|&d| d == DType::F64 || d == DType::I32)
 }

@@ -42,7 +42,10 @@ pub fn execute(s: &Schedule, leaves: &[Arc<CpuStorage>]) -> Result<Vec<Arc<CpuSt
                     BufRef::Slot(i) => slots.get(*i).and_then(|x| x.as_ref()),
                 })
                 .collect::<Option<_>>()
-                .ok_or(Error::Backend { op: "execute", message: "a kernel argument was not computed".into() })?;
+                .ok_or(Error::Backend {
+                    op: "execute",
+                    message: "a kernel argument was not computed".into(),
+                })?;
             run_kernel(&step.kernel, &args, &mut out)?;
         }
         slots[step.out] = Some(out);
@@ -51,12 +54,18 @@ pub fn execute(s: &Schedule, leaves: &[Arc<CpuStorage>]) -> Result<Vec<Arc<CpuSt
     s.outputs
         .iter()
         .map(|o| match o.buf {
-            BufRef::Leaf(l) => leaves.get(l).cloned().ok_or(Error::Backend { op: "execute", message: "missing leaf".into() }),
+            BufRef::Leaf(l) => leaves.get(l).cloned().ok_or(Error::Backend {
+                op: "execute",
+                message: "missing leaf".into(),
+            }),
             BufRef::Slot(i) => {
                 if pinned[i].is_none() {
                     pinned[i] = slots[i].take().map(Arc::new);
                 }
-                pinned[i].clone().ok_or(Error::Backend { op: "execute", message: "output was not computed".into() })
+                pinned[i].clone().ok_or(Error::Backend {
+                    op: "execute",
+                    message: "output was not computed".into(),
+                })
             }
         })
         .collect::<Result<Vec<_>>>()

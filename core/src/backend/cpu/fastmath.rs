@@ -4,12 +4,14 @@
 
 /// e^x for f32, Cephes-style: x = n·ln2 + r, e^r by a degree-6 polynomial.
 #[inline(always)]
+// The polynomial coefficients are Cephes' published values, kept digit for digit.
+#[allow(clippy::excessive_precision)]
 pub fn exp_f32(x: f32) -> f32 {
     // Outside this range e^x overflows to inf or underflows to 0 anyway; the
     // bounds lie past ln(f32::MAX) ≈ 88.72 and ln(2^-150) ≈ -103.97, so the
     // clamped value still overflows / underflows instead of giving a finite
     // 3.3e38 or the smallest subnormal.
-    let x = x.clamp(-104.0, 89.0);
+    let x = x.clamp(-105.0, 89.0);
     // Round to nearest with the 1.5·2^23 trick: plain SSE2 arithmetic, where
     // `f32::round` would be a scalar libm call that stops vectorisation.
     const MAGIC: f32 = 12_582_912.0;

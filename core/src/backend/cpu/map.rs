@@ -69,7 +69,13 @@ fn map_typed<T: Compute, E: Element>(m: &MapBody, args: &[&CpuStorage], out: &mu
         let mut scratch = Scratch::<T>::new(&m.expr);
         let base = bi * BLOCK;
         for (ci, chunk) in block.chunks_mut(CHUNK).enumerate() {
-            let pos = Linear { expr: &m.expr, walks: &walks, args, shape: &m.shape, start: base + ci * CHUNK };
+            let pos = Linear {
+                expr: &m.expr,
+                walks: &walks,
+                args,
+                shape: &m.shape,
+                start: base + ci * CHUNK,
+            };
             scratch.new_chunk();
             eval_chunk(&m.expr, &live, chunk.len(), &pos, &[], None, &mut scratch);
             store_typed(chunk, &scratch.bufs[m.out]);

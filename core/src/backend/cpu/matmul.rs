@@ -54,14 +54,20 @@ impl<T> FloatSrc<'_, T> {
 fn as_f32(s: &CpuStorage) -> FloatSrc<'_, f32> {
     match s {
         CpuStorage::F32(v) => FloatSrc::Borrowed(v),
-        other => FloatSrc::Owned(crate::with_storage!(other, |v| v.iter().map(|x| Element::to_f64(*x) as f32).collect())),
+        other => FloatSrc::Owned(crate::with_storage!(other, |v| v
+            .iter()
+            .map(|x| Element::to_f64(*x) as f32)
+            .collect())),
     }
 }
 
 fn as_f64(s: &CpuStorage) -> FloatSrc<'_, f64> {
     match s {
         CpuStorage::F64(v) => FloatSrc::Borrowed(v),
-        other => FloatSrc::Owned(crate::with_storage!(other, |v| v.iter().map(|x| Element::to_f64(*x)).collect())),
+        other => FloatSrc::Owned(crate::with_storage!(other, |v| v
+            .iter()
+            .map(|x| Element::to_f64(*x))
+            .collect())),
     }
 }
 
@@ -121,10 +127,16 @@ fn gemm_batched<T: Compute + 'static>(mm: &MatmulBody, a: &[T], b: &[T], dst: &m
     {
         if batches >= threads() && batches > 1 {
             use rayon::prelude::*;
-            (0..batches).into_par_iter().for_each(|bi| one(bi, gemm::Parallelism::None));
+            (0..batches)
+                .into_par_iter()
+                .for_each(|bi| one(bi, gemm::Parallelism::None));
             return;
         }
-        let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(threads()) } else { gemm::Parallelism::None };
+        let par = if m * n * k >= 64 * 64 * 64 {
+            gemm::Parallelism::Rayon(threads())
+        } else {
+            gemm::Parallelism::None
+        };
         for bi in 0..batches {
             one(bi, par);
         }
@@ -140,7 +152,11 @@ fn int_matmul(mm: &MatmulBody, a: &[i32], b: &[i32], dst: &mut [f64]) {
     let ra = mm.a.rank();
     let (a_rs, a_cs) = (mm.a.strides[ra - 2], mm.a.strides[ra - 1]);
     let (b_rs, b_cs) = (mm.b.strides[ra - 2], mm.b.strides[ra - 1]);
-    for (bi, (ao, bo)) in batch_offsets(&mm.a, &mm.batch).into_iter().zip(batch_offsets(&mm.b, &mm.batch)).enumerate() {
+    for (bi, (ao, bo)) in batch_offsets(&mm.a, &mm.batch)
+        .into_iter()
+        .zip(batch_offsets(&mm.b, &mm.batch))
+        .enumerate()
+    {
         for i in 0..mm.m {
             for j in 0..mm.n {
                 let mut s: i32 = 0;
@@ -155,7 +171,11 @@ fn int_matmul(mm: &MatmulBody, a: &[i32], b: &[i32], dst: &mut [f64]) {
     }
 }
 
-pub fn run_matmul(mm: &MatmulBody, args: &[&CpuStorage], out: &mut CpuStorage) -> crate::Result<()> {
+pub fn run_matmul(
+    mm: &MatmulBody,
+    args: &[&CpuStorage],
+    out: &mut CpuStorage,
+) -> crate::Result<()> {
     let total: usize = mm.out_shape().iter().product();
     let plain = mm.epilogue.nodes.len() == 1 && matches!(mm.epilogue.nodes[mm.out], ExprNode::Acc);
     match mm.acc_dtype {
@@ -167,7 +187,10 @@ pub fn run_matmul(mm: &MatmulBody, args: &[&CpuStorage], out: &mut CpuStorage) -
         }
         DType::I32 => {
             let (CpuStorage::I32(a), CpuStorage::I32(b)) = (args[0], args[1]) else {
-                return Err(crate::Error::Backend { op: "matmul", message: "i32 matmul needs i32 operands".into() });
+                return Err(crate::Error::Backend {
+                    op: "matmul",
+                    message: "i32 matmul needs i32 operands".into(),
+                });
             };
             let mut acc = vec![0f64; total];
             int_matmul(mm, a, b, &mut acc);
@@ -191,7 +214,12 @@ fn epilogue<T: Compute>(mm: &MatmulBody, args: &[&CpuStorage], acc: &[T], out: &
     crate::with_storage!(out, |o| epilogue_typed(mm, args, acc, o))
 }
 
-fn epilogue_typed<T: Compute, E: Element>(mm: &MatmulBody, args: &[&CpuStorage], acc: &[T], out: &mut [E]) {
+fn epilogue_typed<T: Compute, E: Element>(
+    mm: &MatmulBody,
+    args: &[&CpuStorage],
+    acc: &[T],
+    out: &mut [E],
+) {
     let live = mm.epilogue.reachable(&[mm.out]);
     let walks = walks(&mm.epilogue);
     let shape = mm.out_shape();
@@ -200,9 +228,23 @@ fn epilogue_typed<T: Compute, E: Element>(mm: &MatmulBody, args: &[&CpuStorage],
         let base = bi * BLOCK;
         for (ci, chunk) in block.chunks_mut(CHUNK).enumerate() {
             let start = base + ci * CHUNK;
-            let pos = Linear { expr: &mm.epilogue, walks: &walks, args, shape: &shape, start };
+            let pos = Linear {
+                expr: &mm.epilogue,
+                walks: &walks,
+                args,
+                shape: &shape,
+                start,
+            };
             scratch.new_chunk();
-            eval_chunk(&mm.epilogue, &live, chunk.len(), &pos, &[], Some(&acc[start..start + chunk.len()]), &mut scratch);
+            eval_chunk(
+                &mm.epilogue,
+                &live,
+                chunk.len(),
+                &pos,
+                &[],
+                Some(&acc[start..start + chunk.len()]),
+                &mut scratch,
+            );
             store_typed(chunk, &scratch.bufs[mm.out]);
         }
     });

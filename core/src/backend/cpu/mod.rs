@@ -11,8 +11,8 @@ pub mod map;
 pub mod matmul;
 pub mod par;
 pub mod pool;
-pub mod reference;
 pub mod reduce;
+pub mod reference;
 pub mod storage;
 
 pub use storage::CpuStorage;

@@ -10,7 +10,9 @@ where
     {
         use rayon::prelude::*;
         if out.len() > block {
-            out.par_chunks_mut(block).enumerate().for_each(|(i, c)| f(i, c));
+            out.par_chunks_mut(block)
+                .enumerate()
+                .for_each(|(i, c)| f(i, c));
             return;
         }
     }

@@ -22,7 +22,12 @@ struct Pool {
 
 fn pool() -> &'static Mutex<Pool> {
     static POOL: OnceLock<Mutex<Pool>> = OnceLock::new();
-    POOL.get_or_init(|| Mutex::new(Pool { bufs: Vec::new(), bytes: 0 }))
+    POOL.get_or_init(|| {
+        Mutex::new(Pool {
+            bufs: Vec::new(),
+            bytes: 0,
+        })
+    })
 }
 
 fn bytes_of(s: &CpuStorage) -> usize {
@@ -34,7 +39,11 @@ fn bytes_of(s: &CpuStorage) -> usize {
 pub fn take(dtype: DType, len: usize) -> CpuStorage {
     if len * dtype.size_in_bytes() >= MIN_POOLED_BYTES {
         let mut p = pool().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = p.bufs.iter().position(|b| b.dtype() == dtype && b.len() == len) {
+        if let Some(i) = p
+            .bufs
+            .iter()
+            .position(|b| b.dtype() == dtype && b.len() == len)
+        {
             let b = p.bufs.swap_remove(i);
             p.bytes -= bytes_of(&b);
             return b;
@@ -46,7 +55,7 @@ pub fn take(dtype: DType, len: usize) -> CpuStorage {
 /// Offers a buffer nobody uses any more to the pool.
 pub fn give(s: CpuStorage) {
     let b = bytes_of(&s);
-    if b < MIN_POOLED_BYTES || b > MAX_POOLED_BYTES {
+    if !(MIN_POOLED_BYTES..=MAX_POOLED_BYTES).contains(&b) {
         return;
     }
     let mut p = pool().lock().unwrap_or_else(|e| e.into_inner());

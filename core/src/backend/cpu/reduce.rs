@@ -42,7 +42,9 @@ struct RowPos<'a> {
 
 impl<T: Compute> Positions<T> for RowPos<'_> {
     fn load(&self, node: ExprId, out: &mut [T]) {
-        if let (ExprNode::Load { arg, .. }, Some(w)) = (&self.body.expr.nodes[node], &self.walks[node]) {
+        if let (ExprNode::Load { arg, .. }, Some(w)) =
+            (&self.body.expr.nodes[node], &self.walks[node])
+        {
             gather(self.args[*arg], w, self.start, out);
         }
     }
@@ -174,7 +176,7 @@ fn fold_lanes<T: Compute>(vals: &[T], init: T, f: impl Fn(T, T) -> T) -> (T, boo
     let mut it = vals.chunks_exact(8);
     for c in &mut it {
         for l in 0..8 {
-            nan[l] |= c[l] != c[l];
+            nan[l] |= c[l].is_nan();
             lanes[l] = f(lanes[l], c[l]);
         }
     }
@@ -210,15 +212,26 @@ fn row_layout(l: &Layout, axes: &[usize], outer: &[usize]) -> Layout {
             k += 1;
         }
     }
-    Layout { shape, strides, offset: offset as usize }
+    Layout {
+        shape,
+        strides,
+        offset: offset as usize,
+    }
 }
 
 fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], out: &mut [E]) {
-    let kept_shape: Vec<usize> = (0..r.shape.len()).filter(|a| !r.axes.contains(a)).map(|a| r.shape[a]).collect();
+    let kept_shape: Vec<usize> = (0..r.shape.len())
+        .filter(|a| !r.axes.contains(a))
+        .map(|a| r.shape[a])
+        .collect();
     let row_shape: Vec<usize> = r.axes.iter().map(|&a| r.shape[a]).collect();
     let n_outer: usize = kept_shape.iter().product();
     let row_len: usize = row_shape.iter().product();
-    let stage_live: Vec<Vec<ExprId>> = r.stages.iter().map(|s| r.expr.reachable(&[s.value])).collect();
+    let stage_live: Vec<Vec<ExprId>> = r
+        .stages
+        .iter()
+        .map(|s| r.expr.reachable(&[s.value]))
+        .collect();
     let out_live = r.expr.reachable(&[r.out]);
     let domain = Layout::contiguous(&r.shape);
     let ptr = SyncPtr(out.as_mut_ptr());
@@ -227,7 +240,11 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
     let split_rows = n_outer < threads() && row_len >= 1 << 16;
     // Rows that fit in one chunk keep every computed node for the whole row.
     let one_chunk = row_len <= CHUNK && !split_rows;
-    let rows_per_task = if split_rows { 1 } else { (16 * 1024 / row_len.max(1)).clamp(1, 1024) };
+    let rows_per_task = if split_rows {
+        1
+    } else {
+        (16 * 1024 / row_len.max(1)).clamp(1, 1024)
+    };
     let tasks = n_outer.div_ceil(rows_per_task);
     let write = |i: usize, v: T| {
         debug_assert!(i < out_len);
@@ -249,22 +266,33 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                 .nodes
                 .iter()
                 .map(|n| match n {
-                    ExprNode::Load { access, .. } => Some(Walk::new(&row_layout(access, &r.axes, &outer_coords))),
+                    ExprNode::Load { access, .. } => {
+                        Some(Walk::new(&row_layout(access, &r.axes, &outer_coords)))
+                    }
                     _ => None,
                 })
                 .collect();
             let lin_walk = Walk::new(&row_layout(&domain, &r.axes, &outer_coords));
-            let pos_at = |start: usize| RowPos { body: r, args, walks: &walks, lin_walk: &lin_walk, outer_coords: &outer_coords, row_shape: &row_shape, start };
+            let pos_at = |start: usize| RowPos {
+                body: r,
+                args,
+                walks: &walks,
+                lin_walk: &lin_walk,
+                outer_coords: &outer_coords,
+                row_shape: &row_shape,
+                start,
+            };
             let mut stage_vals: Vec<T> = Vec::with_capacity(r.stages.len());
             scratch.new_chunk();
             for (s, stage) in r.stages.iter().enumerate() {
                 // A stage that folds a dense input as it is stored skips the
                 // copy into a chunk buffer (plain sum/max/min of a tensor).
                 let direct: Option<&[T]> = match (&r.expr.nodes[stage.value], &walks[stage.value]) {
-                    (ExprNode::Load { arg, .. }, Some(w)) if w.dense() => T::native(args[*arg]).map(|v| {
-                        let o = w.offset as usize;
-                        &v[o..o + row_len]
-                    }),
+                    (ExprNode::Load { arg, .. }, Some(w)) if w.dense() => T::native(args[*arg])
+                        .map(|v| {
+                            let o = w.offset as usize;
+                            &v[o..o + row_len]
+                        }),
                     _ => None,
                 };
                 let fold_range = |lo: usize, hi: usize, scratch: &mut Scratch<T>| {
@@ -284,7 +312,15 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                         if !one_chunk {
                             scratch.new_chunk();
                         }
-                        eval_chunk(&r.expr, &stage_live[s], len, &pos_at(c), &stage_vals, None, scratch);
+                        eval_chunk(
+                            &r.expr,
+                            &stage_live[s],
+                            len,
+                            &pos_at(c),
+                            &stage_vals,
+                            None,
+                            scratch,
+                        );
                         acc.fold(&scratch.bufs[stage.value], c);
                         c += len;
                     }
@@ -297,7 +333,10 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                         sc.new_chunk();
                         fold_range(p * seg, ((p + 1) * seg).min(row_len), &mut sc)
                     });
-                    parts.into_iter().reduce(|a, b| a.merge(b)).unwrap_or(Acc::new(stage.op))
+                    parts
+                        .into_iter()
+                        .reduce(|a, b| a.merge(b))
+                        .unwrap_or(Acc::new(stage.op))
                 } else {
                     fold_range(0, row_len, &mut scratch)
                 };
@@ -310,13 +349,22 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                     if !one_chunk {
                         scratch.new_chunk();
                     }
-                    eval_chunk(&r.expr, &out_live, len, &pos_at(c), &stage_vals, None, &mut scratch);
+                    eval_chunk(
+                        &r.expr,
+                        &out_live,
+                        len,
+                        &pos_at(c),
+                        &stage_vals,
+                        None,
+                        &mut scratch,
+                    );
                     let vals = &scratch.bufs[r.out];
                     lin_walk.runs(c, len, |p, idx, n, st| {
                         if st == 1 {
                             // SAFETY: positions idx..idx+n belong to this row
                             // only (see `SyncPtr`) and lie inside the output.
-                            let dst = unsafe { std::slice::from_raw_parts_mut(ptr.at(idx as usize), n) };
+                            let dst =
+                                unsafe { std::slice::from_raw_parts_mut(ptr.at(idx as usize), n) };
                             store_typed(dst, &vals[p..p + n]);
                         } else {
                             for j in 0..n {
@@ -344,7 +392,15 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                         _ => None,
                     })
                     .collect();
-                let pos = RowPos { body: r, args, walks: &single, lin_walk: &lin_walk, outer_coords: &outer_coords, row_shape: &row_shape, start: 0 };
+                let pos = RowPos {
+                    body: r,
+                    args,
+                    walks: &single,
+                    lin_walk: &lin_walk,
+                    outer_coords: &outer_coords,
+                    row_shape: &row_shape,
+                    start: 0,
+                };
                 scratch.new_chunk();
                 eval_chunk(&r.expr, &out_live, 1, &pos, &stage_vals, None, &mut scratch);
                 write(o, scratch.bufs[r.out][0]);

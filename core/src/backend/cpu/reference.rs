@@ -47,19 +47,35 @@ pub fn evaluate(t: &Tensor) -> Result<ArrayD<f64>> {
             }
         }
     }
-    memo.remove(&t.node().id).ok_or(Error::Backend { op: "reference", message: "no value computed".into() })
+    memo.remove(&t.node().id).ok_or(Error::Backend {
+        op: "reference",
+        message: "no value computed".into(),
+    })
 }
 
 fn to_array(shape: &[usize], vals: Vec<f64>) -> Result<ArrayD<f64>> {
-    ArrayD::from_shape_vec(IxDyn(shape), vals).map_err(|e| Error::Backend { op: "reference", message: e.to_string() })
+    ArrayD::from_shape_vec(IxDyn(shape), vals).map_err(|e| Error::Backend {
+        op: "reference",
+        message: e.to_string(),
+    })
 }
 
-fn eval_op(node: &Node, op: &Op, inputs: &[Arc<Node>], args: &[&ArrayD<f64>]) -> Result<ArrayD<f64>> {
+fn eval_op(
+    node: &Node,
+    op: &Op,
+    inputs: &[Arc<Node>],
+    args: &[&ArrayD<f64>],
+) -> Result<ArrayD<f64>> {
     let shape = node.shape().to_vec();
     let numel: usize = shape.iter().product();
     Ok(match op {
         Op::Full(s) => ArrayD::from_elem(IxDyn(&shape), s.value),
-        Op::Arange { start, step } => to_array(&shape, (0..numel).map(|i| start.value + step.value * i as f64).collect())?,
+        Op::Arange { start, step } => to_array(
+            &shape,
+            (0..numel)
+                .map(|i| start.value + step.value * i as f64)
+                .collect(),
+        )?,
         Op::Rand { seed, normal } => {
             let key = rng::seed_key(*seed);
             let f = |i: usize| if *normal { rng::normal(key, i as u32) } else { rng::uniform(key, i as u32) } as f64;
@@ -81,16 +97,25 @@ fn eval_op(node: &Node, op: &Op, inputs: &[Arc<Node>], args: &[&ArrayD<f64>]) ->
         Op::Binary(b) => {
             let d = inputs[0].dtype;
             let mut out = args[0].clone();
-            out.zip_mut_with(args[1], |x, &y| *x = if d.is_int() || d == DType::Bool { b.eval_int(*x, y, d) } else { b.eval_f64(*x, y) });
+            out.zip_mut_with(args[1], |x, &y| {
+                *x = if d.is_int() || d == DType::Bool {
+                    b.eval_int(*x, y, d)
+                } else {
+                    b.eval_f64(*x, y)
+                }
+            });
             out
         }
         Op::Where => {
             let mut out = args[1].clone();
-            ndarray::Zip::from(&mut out).and(args[0]).and(args[2]).for_each(|o, &c, &b| {
-                if c == 0.0 {
-                    *o = b
-                }
-            });
+            ndarray::Zip::from(&mut out)
+                .and(args[0])
+                .and(args[2])
+                .for_each(|o, &c, &b| {
+                    if c == 0.0 {
+                        *o = b
+                    }
+                });
             out
         }
         Op::Cast(_) => args[0].clone(),
@@ -98,7 +123,10 @@ fn eval_op(node: &Node, op: &Op, inputs: &[Arc<Node>], args: &[&ArrayD<f64>]) ->
         Op::Matmul => matmul(args[0], args[1], &shape)?,
         Op::Concat { axis } => {
             let views: Vec<_> = args.iter().map(|a| a.view()).collect();
-            ndarray::concatenate(Axis(*axis), &views).map_err(|e| Error::Backend { op: "reference", message: e.to_string() })?
+            ndarray::concatenate(Axis(*axis), &views).map_err(|e| Error::Backend {
+                op: "reference",
+                message: e.to_string(),
+            })?
         }
         Op::IndexSelect { axis } => {
             let size = args[0].shape()[*axis];
@@ -125,26 +153,43 @@ fn check_index(op: &'static str, raw: f64, axis: usize, size: usize) -> Result<u
     let i = raw as i64;
     let j = if i < 0 { i + size as i64 } else { i };
     if j < 0 || j >= size as i64 {
-        return Err(Error::IndexOutOfRange { op, index: i, axis, size });
+        return Err(Error::IndexOutOfRange {
+            op,
+            index: i,
+            axis,
+            size,
+        });
     }
     Ok(j as usize)
 }
 
 fn view(node: &Node, v: &ViewOp, inputs: &[Arc<Node>], x: &ArrayD<f64>) -> Result<ArrayD<f64>> {
-    let err = |m: String| Error::Backend { op: "reference", message: m };
+    let err = |m: String| Error::Backend {
+        op: "reference",
+        message: m,
+    };
     Ok(match v {
         ViewOp::Reshape(shape) => {
             let flat: Vec<f64> = x.iter().copied().collect();
             to_array(shape, flat)?
         }
         ViewOp::Permute(axes) => x.clone().permuted_axes(IxDyn(axes)),
-        ViewOp::Narrow { axis, start, len } => x.slice_axis(Axis(*axis), Slice::from(*start..start + len)).to_owned(),
-        ViewOp::Expand(shape) => x.broadcast(IxDyn(shape)).ok_or_else(|| err(format!("cannot broadcast {:?} to {shape:?}", x.shape())))?.to_owned(),
+        ViewOp::Narrow { axis, start, len } => x
+            .slice_axis(Axis(*axis), Slice::from(*start..start + len))
+            .to_owned(),
+        ViewOp::Expand(shape) => x
+            .broadcast(IxDyn(shape))
+            .ok_or_else(|| err(format!("cannot broadcast {:?} to {shape:?}", x.shape())))?
+            .to_owned(),
         ViewOp::AsStrided(l) | ViewOp::Composed(l) => {
             // Relative to the storage of the root: rebuild that storage's
             // values (row-major for a computed root), then index it.
             let storage = root_storage_values(&inputs[0])?;
-            let vals: Vec<f64> = l.indices().into_iter().map(|i| storage.get(i).copied().unwrap_or(f64::NAN)).collect();
+            let vals: Vec<f64> = l
+                .indices()
+                .into_iter()
+                .map(|i| storage.get(i).copied().unwrap_or(f64::NAN))
+                .collect();
             to_array(&node.layout.shape, vals)?
         }
     })
@@ -156,9 +201,15 @@ fn root_storage_values(n: &Arc<Node>) -> Result<Vec<f64>> {
         return Ok((0..s.len()).map(|i| s.get_f64(i)).collect());
     }
     match n.state() {
-        State::Lazy { op: Op::View(_), inputs } => root_storage_values(&inputs[0]),
+        State::Lazy {
+            op: Op::View(_),
+            inputs,
+        } => root_storage_values(&inputs[0]),
         _ => {
-            let t = Tensor { node: n.clone(), device: crate::device::Device::Cpu };
+            let t = Tensor {
+                node: n.clone(),
+                device: crate::device::Device::Cpu,
+            };
             Ok(evaluate(&t)?.iter().copied().collect())
         }
     }
@@ -178,8 +229,14 @@ fn reduce(op: ReduceOp, axes: &[usize], x: &ArrayD<f64>) -> ArrayD<f64> {
         let row = &flat[r * row_len..(r + 1) * row_len];
         out.push(match op {
             ReduceOp::Sum => row.iter().sum(),
-            ReduceOp::Max => row.iter().copied().fold(f64::NEG_INFINITY, crate::graph::op::nan_max),
-            ReduceOp::Min => row.iter().copied().fold(f64::INFINITY, crate::graph::op::nan_min),
+            ReduceOp::Max => row
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, crate::graph::op::nan_max),
+            ReduceOp::Min => row
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, crate::graph::op::nan_min),
             ReduceOp::ArgMax => {
                 let mut best = 0usize;
                 for (i, &v) in row.iter().enumerate() {
@@ -195,8 +252,11 @@ fn reduce(op: ReduceOp, axes: &[usize], x: &ArrayD<f64>) -> ArrayD<f64> {
             }
         });
     }
-    let keep_shape: Vec<usize> = (0..rank).map(|a| if axes.contains(&a) { 1 } else { x.shape()[a] }).collect();
-    ArrayD::from_shape_vec(IxDyn(&keep_shape), out).unwrap_or_else(|_| ArrayD::zeros(IxDyn(&keep_shape)))
+    let keep_shape: Vec<usize> = (0..rank)
+        .map(|a| if axes.contains(&a) { 1 } else { x.shape()[a] })
+        .collect();
+    ArrayD::from_shape_vec(IxDyn(&keep_shape), out)
+        .unwrap_or_else(|_| ArrayD::zeros(IxDyn(&keep_shape)))
 }
 
 fn matmul(a: &ArrayD<f64>, b: &ArrayD<f64>, shape: &[usize]) -> Result<ArrayD<f64>> {
@@ -218,4 +278,3 @@ fn matmul(a: &ArrayD<f64>, b: &ArrayD<f64>, shape: &[usize]) -> Result<ArrayD<f6
     }
     to_array(shape, out)
 }
-

@@ -60,7 +60,11 @@ impl CpuStorage {
                 // MADV_HUGEPAGE only changes how the kernel backs the pages,
                 // never their contents, and an error leaves them as they were.
                 unsafe {
-                    libc::madvise(aligned as *mut libc::c_void, end - aligned, libc::MADV_HUGEPAGE);
+                    libc::madvise(
+                        aligned as *mut libc::c_void,
+                        end - aligned,
+                        libc::MADV_HUGEPAGE,
+                    );
                 }
             }
         }
@@ -126,6 +130,8 @@ impl CpuStorage {
 
     /// The elements at `indices`, in a new storage of the same dtype.
     pub fn gather(&self, indices: &[usize]) -> CpuStorage {
-        with_storage!(self, |v| Element::into_storage(indices.iter().map(|&i| v[i]).collect()))
+        with_storage!(self, |v| Element::into_storage(
+            indices.iter().map(|&i| v[i]).collect()
+        ))
     }
 }

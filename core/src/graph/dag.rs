@@ -88,7 +88,9 @@ impl Graph {
 
     /// The live nodes that use node `i`.
     pub fn users(&self, i: usize) -> Vec<usize> {
-        (i + 1..self.nodes.len()).filter(|&u| self.nodes[u].op != GOp::Dead && self.nodes[u].inputs.contains(&i)).collect()
+        (i + 1..self.nodes.len())
+            .filter(|&u| self.nodes[u].op != GOp::Dead && self.nodes[u].inputs.contains(&i))
+            .collect()
     }
 
     pub fn is_output(&self, i: usize) -> bool {
@@ -145,7 +147,10 @@ impl Graph {
 
     /// Number of live kernel nodes.
     pub fn kernel_count(&self) -> usize {
-        self.nodes.iter().filter(|n| matches!(n.op, GOp::Kernel(_))).count()
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n.op, GOp::Kernel(_)))
+            .count()
     }
 
     /// A structural hash: ops, shapes, dtypes, layouts and leaf types, but not
