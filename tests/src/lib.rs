@@ -57,12 +57,18 @@ impl Tol {
 
     /// For an expression of `ops` rounding ops.
     pub fn ops(self, ops: usize) -> Tol {
-        Tol { tol: self.tol * ops.max(1) as f64, ..self }
+        Tol {
+            tol: self.tol * ops.max(1) as f64,
+            ..self
+        }
     }
 
     /// For a reduction over `n` elements.
     pub fn reduce(self, n: usize) -> Tol {
-        Tol { tol: self.tol * ((n as f64).sqrt() / 4.0).max(1.0), ..self }
+        Tol {
+            tol: self.tol * ((n as f64).sqrt() / 4.0).max(1.0),
+            ..self
+        }
     }
 
     /// True when `got` is within tolerance of `want` (NaN matches NaN,
@@ -82,11 +88,18 @@ impl Tol {
 /// bad position.
 pub fn compare(what: &str, got: &[f64], want: &[f64], tol: Tol) -> std::result::Result<(), String> {
     if got.len() != want.len() {
-        return Err(format!("{what}: got {} values, reference has {}", got.len(), want.len()));
+        return Err(format!(
+            "{what}: got {} values, reference has {}",
+            got.len(),
+            want.len()
+        ));
     }
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         if !tol.accepts(g, w) {
-            return Err(format!("{what}: element {i}: got {g}, reference {w} (tol {:e} for {})", tol.tol, tol.dtype));
+            return Err(format!(
+                "{what}: element {i}: got {g}, reference {w} (tol {:e} for {})",
+                tol.tol, tol.dtype
+            ));
         }
     }
     Ok(())
@@ -107,7 +120,11 @@ pub fn check(what: &str, t: &Tensor) -> Result<()> {
 /// message naming the case on mismatch. Returns the backend's values.
 pub fn check_tol(what: &str, t: &Tensor, tol: Tol) -> Result<()> {
     let want = reference::evaluate(t)?;
-    assert_eq!(want.shape(), t.shape(), "{what}: reference shape differs from the tensor's");
+    assert_eq!(
+        want.shape(),
+        t.shape(),
+        "{what}: reference shape differs from the tensor's"
+    );
     let got = t.to_vec_f64()?;
     let want: Vec<f64> = want.iter().copied().collect();
     if let Err(m) = compare(what, &got, &want, tol) {
@@ -120,9 +137,15 @@ pub fn check_tol(what: &str, t: &Tensor, tol: Tol) -> Result<()> {
 /// property tests).
 pub fn try_check(what: &str, t: &Tensor, tol: Tol) -> std::result::Result<(), String> {
     let want = reference::evaluate(t).map_err(|e| format!("{what}: reference failed: {e}"))?;
-    let got = t.to_vec_f64().map_err(|e| format!("{what}: backend failed: {e}"))?;
+    let got = t
+        .to_vec_f64()
+        .map_err(|e| format!("{what}: backend failed: {e}"))?;
     if want.shape() != t.shape() {
-        return Err(format!("{what}: reference shape {:?} vs tensor shape {:?}", want.shape(), t.shape()));
+        return Err(format!(
+            "{what}: reference shape {:?} vs tensor shape {:?}",
+            want.shape(),
+            t.shape()
+        ));
     }
     let want: Vec<f64> = want.iter().copied().collect();
     compare(what, &got, &want, tol)
@@ -144,8 +167,18 @@ pub fn randn(shape: &[usize], seed: u64, dtype: DType, dev: &Device) -> Result<T
 }
 
 /// A realized uniform tensor in `[lo, hi)`.
-pub fn uniform(shape: &[usize], seed: u64, lo: f64, hi: f64, dtype: DType, dev: &Device) -> Result<Tensor> {
-    let t = Tensor::rand(shape.to_vec(), seed, DType::F64, dev)?.mul_scalar(hi - lo)?.add_scalar(lo)?.cast(dtype)?;
+pub fn uniform(
+    shape: &[usize],
+    seed: u64,
+    lo: f64,
+    hi: f64,
+    dtype: DType,
+    dev: &Device,
+) -> Result<Tensor> {
+    let t = Tensor::rand(shape.to_vec(), seed, DType::F64, dev)?
+        .mul_scalar(hi - lo)?
+        .add_scalar(lo)?
+        .cast(dtype)?;
     t.realize()?;
     Ok(t)
 }
@@ -178,7 +211,12 @@ pub fn kernels(t: &Tensor) -> Result<usize> {
 
 /// Kernels launched to compute `t` with fusion off.
 pub fn kernels_unfused(t: &Tensor) -> Result<usize> {
-    Ok(compiled_for(std::slice::from_ref(t), &Limits::cpu().unfused())?.schedule.steps.len())
+    Ok(
+        compiled_for(std::slice::from_ref(t), &Limits::cpu().unfused())?
+            .schedule
+            .steps
+            .len(),
+    )
 }
 
 /// The float dtypes every float op is checked on.

@@ -54,16 +54,47 @@ fn stacked_softmaxes_fuse_into_one_row_kernel_and_stay_correct() -> Result<()> {
 #[test]
 fn ten_thousand_op_lazy_chain_realizes_without_stack_overflow() -> Result<()> {
     let d = dev!();
-    let x0 = randn(&[4], 4, DType::F64, &d)?;
-    let mut x = x0.clone();
+    // Every 50th op is a product with a 1x1 identity: matmul takes no fused
+    // producer, so kernels stay at ~50 ops. (A pure 10,000-op elementwise
+    // chain fuses into one kernel whose compile time is cubic in its length,
+    // see `long_elementwise_chain_compiles_in_near_linear_time`.)
+    let eye = Tensor::ones([1, 1], DType::F64, &d)?;
+    eye.realize()?;
+    let mut x = randn(&[4, 1], 4, DType::F64, &d)?;
     for i in 0..10_000 {
+        x = match i % 50 {
+            49 => x.matmul(&eye)?,
+            k if k % 2 == 0 => x.add_scalar(1.0)?,
+            _ => x.mul_scalar(0.5)?,
+        };
+    }
+    // A block of 50 is y -> f^24(y) + 1 with f(y) = (y + 1) / 2, so
+    // f^24(y) = 1 + (y - 1) / 2^24, and the fixed point solves
+    // y = 2 + (y - 1) / 2^24.
+    let e = 2f64.powi(-24);
+    let fixed = (2.0 - e) / (1.0 - e);
+    let r = reference::evaluate(&x)?;
+    assert!(r.iter().all(|&y| (y - fixed).abs() < 1e-12), "{r:?}");
+    let v = x.to_vec::<f64>()?;
+    assert!(v.iter().all(|&y| (y - fixed).abs() < 1e-12), "{v:?}");
+    Ok(())
+}
+
+#[test]
+fn long_elementwise_chain_compiles_in_near_linear_time() -> Result<()> {
+    // Repro for a compile-time bug: fusing an n-op elementwise chain into one
+    // kernel costs O(n^3) (`Expr::push` deduplicates by a linear scan and
+    // each fusion step re-imports the whole growing expression). 500 ops
+    // take ~30 ms, 1000 ~170 ms, 2000 ~1.4 s, 10,000 ~160 s.
+    let d = dev!();
+    let mut x = randn(&[4], 5, DType::F64, &d)?;
+    for i in 0..2000 {
         x = if i % 2 == 0 { x.add_scalar(1.0)? } else { x.mul_scalar(0.5)? };
     }
-    // The fixed point of x -> (x + 1) / 2 is 1.
-    let v = x.to_vec::<f64>()?;
-    assert!(v.iter().all(|&y| (y - 1.0).abs() < 1e-9), "{v:?}");
-    let r = reference::evaluate(&x)?;
-    assert!(r.iter().all(|&y| (y - 1.0).abs() < 1e-9));
+    let t = std::time::Instant::now();
+    assert_eq!(kernels(&x)?, 1);
+    let took = t.elapsed();
+    assert!(took < std::time::Duration::from_millis(500), "compiling a 2000-op chain took {took:?}");
     Ok(())
 }
 

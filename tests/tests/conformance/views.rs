@@ -203,3 +203,19 @@ fn creation_ops_match_reference() -> Result<()> {
     assert_eq!(Tensor::ones([2], DType::U8, &d)?.to_vec::<u8>()?, vec![1, 1]);
     Ok(())
 }
+
+#[test]
+fn view_of_a_lazy_constant_reads_the_viewed_elements() -> Result<()> {
+    // Repro: constant folding turned a narrowed view of `zeros` that is the
+    // graph output into a 1-element constant, while the tensor's layout still
+    // pointed at offset 2 of the 4-element root: reading it panicked with an
+    // index out of bounds in `CpuStorage::gather_f64`.
+    let d = dev!();
+    let z = Tensor::zeros([4, 1], DType::F32, &d)?.narrow(0, 2, 1)?;
+    assert_eq!(z.to_vec_f64()?, vec![0.0]);
+    let f = Tensor::full(7.0, [3, 4], DType::I32, &d)?.t()?.narrow(1, 1, 2)?;
+    assert_eq!(f.to_vec::<i32>()?, vec![7; 8]);
+    let e = Tensor::ones([2], DType::F64, &d)?.expand([3, 2])?;
+    assert_eq!(e.to_vec::<f64>()?, vec![1.0; 6]);
+    Ok(())
+}
