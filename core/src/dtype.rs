@@ -193,6 +193,11 @@ impl Scalar {
     }
 }
 
+// Constants are compared bit-for-bit in practice (hash-consing of kernel
+// expressions); a NaN constant that never equals itself only costs a
+// duplicate node, never a wrong one.
+impl Eq for Scalar {}
+
 impl std::hash::Hash for Scalar {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.key().hash(state)

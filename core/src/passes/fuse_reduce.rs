@@ -16,6 +16,11 @@ use crate::passes::Limits;
 use crate::schedule::kernel::{Body, ExprId, ExprNode, MapBody, ReduceBody, Stage};
 use crate::shape::contiguous_strides;
 
+/// Stages one row kernel may hold. Each stage re-evaluates the expression
+/// of the stages before it per element, so deep stacks (softmax of softmax
+/// of ...) would cost quadratic work; past this they stay separate kernels.
+const MAX_STAGES: usize = 8;
+
 pub fn fuse_reduce(g: &mut Graph, limits: &Limits) -> bool {
     let mut changed = false;
     for r in 0..g.nodes.len() {
@@ -183,6 +188,9 @@ fn absorb_reduce(
     u: usize,
     ub: &ReduceBody,
 ) -> Option<(Builder, Body)> {
+    if rb.stages.len() + ub.stages.len() > MAX_STAGES {
+        return None;
+    }
     if rb.out_full || rb.shape != ub.shape || rb.axes != ub.axes {
         return None;
     }

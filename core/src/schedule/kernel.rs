@@ -11,7 +11,7 @@ pub type ExprId = usize;
 
 /// One node of an elementwise expression. Nodes only refer to earlier nodes,
 /// so the arena order is a valid evaluation order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ExprNode {
     /// Element of argument `arg` at the current position of the kernel
     /// domain; `access` has the domain's shape and strides into that
@@ -39,27 +39,37 @@ pub enum ExprNode {
     Acc,
 }
 
-/// An expression DAG with the dtype of every node.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// An expression DAG with the dtype of every node. Build it with
+/// [`Expr::push`], which keeps the DAG free of duplicate nodes.
+#[derive(Debug, Clone, Default)]
 pub struct Expr {
     pub nodes: Vec<ExprNode>,
     pub dtypes: Vec<DType>,
+    /// Node → id, so `push` finds an identical node in O(1): fusing a chain
+    /// of n ops re-imports growing expressions, and a linear scan here made
+    /// that cubic in n.
+    index: rustc_hash::FxHashMap<(ExprNode, DType), ExprId>,
+}
+
+impl PartialEq for Expr {
+    fn eq(&self, other: &Self) -> bool {
+        self.nodes == other.nodes && self.dtypes == other.dtypes
+    }
 }
 
 impl Expr {
     /// Appends a node (reusing an identical earlier one) and returns its id.
     pub fn push(&mut self, node: ExprNode, dtype: DType) -> ExprId {
-        if let Some(i) = self
-            .nodes
-            .iter()
-            .zip(&self.dtypes)
-            .position(|(n, &d)| *n == node && d == dtype)
-        {
-            return i;
+        let next = self.nodes.len();
+        match self.index.entry((node, dtype)) {
+            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                self.nodes.push(e.key().0.clone());
+                self.dtypes.push(dtype);
+                e.insert(next);
+                next
+            }
         }
-        self.nodes.push(node);
-        self.dtypes.push(dtype);
-        self.nodes.len() - 1
     }
 
     pub fn len(&self) -> usize {

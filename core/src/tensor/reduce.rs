@@ -68,11 +68,19 @@ impl Tensor {
         self.reduce(ReduceOp::Min, axes, keepdim)
     }
 
-    /// Mean over `axes` (empty: all). Integer inputs give f32.
+    /// Mean over `axes` (empty: all). Integer inputs give f32. f16/bf16
+    /// inputs are scaled by 1/n in f32 (1/n itself is not exact in bf16).
     pub fn mean(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
         let x = self.cast(self.dtype().to_float())?;
         let n = count(&x, axes)?;
-        x.sum(axes, keepdim)?.mul_scalar(1.0 / n as f64)
+        let sum = x.sum(axes, keepdim)?;
+        match x.dtype() {
+            DType::F16 | DType::BF16 => sum
+                .cast(DType::F32)?
+                .mul_scalar(1.0 / n as f64)?
+                .cast(x.dtype()),
+            _ => sum.mul_scalar(1.0 / n as f64),
+        }
     }
 
     /// Variance over `axes` with `correction` (0: population, 1: sample, as
