@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::backend::cpu::exec::execute;
 use crate::codegen::{render, RenderOptions, RenderedKernel};
 use crate::error::Result;
-use crate::graph::build::build_graph;
+use crate::graph::build::{walk, Walked};
 use crate::graph::dag::Graph;
 use crate::graph::print::{debug_enabled, graph_to_string};
 use crate::passes::{optimize, Limits};
@@ -85,23 +85,23 @@ pub fn compile(mut graph: Graph, limits: &Limits) -> Result<Compiled> {
 /// when a graph of the same structure was compiled before).
 pub fn compiled_for(tensors: &[Tensor], limits: &Limits) -> Result<Arc<Compiled>> {
     let nodes: Vec<_> = tensors.iter().map(|t| t.node().clone()).collect();
-    let built = build_graph(&nodes);
-    lookup_or_compile(built.graph, limits)
+    lookup_or_compile(&walk(&nodes), limits)
 }
 
-fn lookup_or_compile(graph: Graph, limits: &Limits) -> Result<Arc<Compiled>> {
-    let key = (graph.structural_hash(), *limits);
+fn lookup_or_compile(w: &Walked, limits: &Limits) -> Result<Arc<Compiled>> {
+    let key = (w.hash, *limits);
     {
         let c = cache().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(hit) = c
             .get(&key)
-            .and_then(|v| v.iter().find(|(g, _)| *g == graph))
+            .and_then(|v| v.iter().find(|(g, _)| w.matches(g)))
         {
             stats().lock().unwrap_or_else(|p| p.into_inner()).0 += 1;
             return Ok(hit.1.clone());
         }
     }
     stats().lock().unwrap_or_else(|p| p.into_inner()).1 += 1;
+    let graph = w.to_graph();
     let compiled = Arc::new(compile(graph.clone(), limits)?);
     let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
     if c.len() >= CACHE_CAPACITY {
@@ -126,9 +126,9 @@ pub fn realize_with(tensors: &[Tensor], limits: &Limits) -> Result<()> {
     if pending.is_empty() {
         return Ok(());
     }
-    let built = build_graph(&pending);
-    let compiled = lookup_or_compile(built.graph, limits)?;
-    let results = execute(&compiled.schedule, &built.leaf_storage)?;
+    let w = walk(&pending);
+    let compiled = lookup_or_compile(&w, limits)?;
+    let results = execute(&compiled.schedule, &w.leaf_storage)?;
     for (node, storage) in pending.iter().zip(results) {
         node.set_ready(storage);
     }

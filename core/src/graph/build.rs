@@ -1,7 +1,14 @@
 //! Turns the nodes reachable from some tensors into a [`Graph`]: lazy nodes
 //! become graph nodes, realized nodes become leaves.
+//!
+//! Realizing a graph whose structure was seen before must cost microseconds,
+//! so the walk is separate from graph construction: [`walk`] orders the
+//! nodes and hashes their structure without copying any op or layout, a
+//! cached graph is checked against the walk in place ([`Walked::matches`]),
+//! and only a cache miss builds a [`Graph`].
 
 use rustc_hash::FxHashMap as HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use crate::backend::cpu::CpuStorage;
@@ -17,48 +24,68 @@ pub struct Built {
     pub sources: Vec<Arc<Node>>,
 }
 
-/// Builds the graph that computes `outputs`. Iterative, so a chain of a
-/// million ops does not overflow the stack.
-pub fn build_graph(outputs: &[Arc<Node>]) -> Built {
-    let mut graph = Graph::default();
-    let mut leaf_storage: Vec<Arc<CpuStorage>> = Vec::new();
-    let mut leaf_of: HashMap<*const CpuStorage, usize> = HashMap::default();
-    let mut sources: Vec<Arc<Node>> = Vec::new();
-    let mut index_of: HashMap<u64, usize> = HashMap::default();
+/// The nodes reachable from some outputs, in topological order.
+pub struct Walked {
+    /// Tensor nodes in graph order.
+    pub nodes: Vec<Arc<Node>>,
+    /// Graph index of each node's inputs (empty for leaves).
+    pub inputs: Vec<Vec<usize>>,
+    /// Leaf index of each realized node.
+    pub leaf: Vec<Option<usize>>,
+    pub leaf_storage: Vec<Arc<CpuStorage>>,
+    pub leaves: Vec<LeafInfo>,
+    pub outputs: Vec<usize>,
+    /// Hash of ops, dtypes, layouts, edges and leaf types (no data).
+    pub hash: u64,
+}
 
+/// Walks the DAG behind `outputs`. Iterative, so a chain of a million ops
+/// does not overflow the stack.
+pub fn walk(outputs: &[Arc<Node>]) -> Walked {
+    // Sized for typical graphs so the walk does not regrow its vectors.
+    const TYPICAL: usize = 64;
+    let mut w = Walked {
+        nodes: Vec::with_capacity(TYPICAL),
+        inputs: Vec::with_capacity(TYPICAL),
+        leaf: Vec::with_capacity(TYPICAL),
+        leaf_storage: Vec::new(),
+        leaves: Vec::new(),
+        outputs: Vec::with_capacity(outputs.len()),
+        hash: 0,
+    };
+    let mut leaf_of: HashMap<*const CpuStorage, usize> = HashMap::default();
+    let mut index_of: HashMap<u64, usize> =
+        HashMap::with_capacity_and_hasher(TYPICAL, Default::default());
+    let mut h = rustc_hash::FxHasher::default();
     for out in outputs {
         // (node, inputs already pushed?)
-        let mut stack: Vec<(Arc<Node>, bool)> = vec![(out.clone(), false)];
+        let mut stack: Vec<(Arc<Node>, bool)> = Vec::with_capacity(TYPICAL);
+        stack.push((out.clone(), false));
         while let Some((node, expanded)) = stack.pop() {
             if index_of.contains_key(&node.id) {
                 continue;
             }
-            let gnode = node.with_state(|state| match state {
+            let entry = node.with_state(|state| match state {
                 State::Ready(storage) => {
                     let key = Arc::as_ptr(storage);
                     let leaf = *leaf_of.entry(key).or_insert_with(|| {
-                        leaf_storage.push(storage.clone());
-                        graph.leaves.push(LeafInfo {
+                        w.leaf_storage.push(storage.clone());
+                        w.leaves.push(LeafInfo {
                             dtype: storage.dtype(),
                             len: storage.len(),
                         });
-                        leaf_storage.len() - 1
+                        w.leaf_storage.len() - 1
                     });
-                    Some(GNode {
-                        op: GOp::Input(leaf),
-                        inputs: vec![],
-                        dtype: node.dtype,
-                        layout: node.layout.clone(),
-                        storage_len: storage.len(),
-                    })
+                    (0u8, leaf).hash(&mut h);
+                    Some((Some(leaf), Vec::new()))
                 }
-                State::Lazy { op, inputs } if expanded => Some(GNode {
-                    op: GOp::Op(op.clone()),
-                    inputs: inputs.iter().map(|i| index_of[&i.id]).collect(),
-                    dtype: node.dtype,
-                    layout: node.layout.clone(),
-                    storage_len: node.storage_len,
-                }),
+                State::Lazy { op, inputs } if expanded => {
+                    let ids: Vec<usize> = inputs.iter().map(|i| index_of[&i.id]).collect();
+                    1u8.hash(&mut h);
+                    op.hash(&mut h);
+                    ids.hash(&mut h);
+                    Some((None, ids))
+                }
                 State::Lazy { inputs, .. } => {
                     stack.push((node.clone(), true));
                     for i in inputs.iter().rev() {
@@ -69,17 +96,91 @@ pub fn build_graph(outputs: &[Arc<Node>]) -> Built {
                     None
                 }
             });
-            if let Some(g) = gnode {
-                index_of.insert(node.id, graph.nodes.len());
-                graph.nodes.push(g);
-                sources.push(node);
+            if let Some((leaf, ids)) = entry {
+                node.dtype.hash(&mut h);
+                node.layout.hash(&mut h);
+                node.storage_len.hash(&mut h);
+                index_of.insert(node.id, w.nodes.len());
+                w.nodes.push(node);
+                w.inputs.push(ids);
+                w.leaf.push(leaf);
             }
         }
-        graph.outputs.push(index_of[&out.id]);
+        w.outputs.push(index_of[&out.id]);
     }
+    w.outputs.hash(&mut h);
+    w.leaves.hash(&mut h);
+    w.hash = h.finish();
+    w
+}
+
+impl Walked {
+    /// True when `g` (a graph built from an earlier walk) has exactly this
+    /// structure, so its compiled schedule applies to these nodes.
+    pub fn matches(&self, g: &Graph) -> bool {
+        if g.nodes.len() != self.nodes.len() || g.outputs != self.outputs || g.leaves != self.leaves
+        {
+            return false;
+        }
+        g.nodes
+            .iter()
+            .zip(&self.nodes)
+            .zip(self.inputs.iter().zip(&self.leaf))
+            .all(|((gn, n), (ids, leaf))| {
+                gn.dtype == n.dtype
+                    && gn.layout == n.layout
+                    && gn.storage_len == n.storage_len
+                    && gn.inputs == *ids
+                    && match (&gn.op, leaf) {
+                        (GOp::Input(l), Some(leaf)) => l == leaf,
+                        (GOp::Op(op), None) => {
+                            n.with_state(|s| matches!(s, State::Lazy { op: o, .. } if o == op))
+                        }
+                        _ => false,
+                    }
+            })
+    }
+
+    /// The graph of this walk (copies ops and layouts).
+    pub fn to_graph(&self) -> Graph {
+        let nodes = self
+            .nodes
+            .iter()
+            .zip(self.inputs.iter().zip(&self.leaf))
+            .map(|(n, (ids, leaf))| {
+                let op = match leaf {
+                    Some(l) => GOp::Input(*l),
+                    None => n.with_state(|s| match s {
+                        State::Lazy { op, .. } => GOp::Op(op.clone()),
+                        // Realized while we looked: its old op is gone, but the
+                        // walk already recorded it as lazy, so keep it dead.
+                        State::Ready(_) => GOp::Dead,
+                    }),
+                };
+                GNode {
+                    op,
+                    inputs: ids.clone(),
+                    dtype: n.dtype,
+                    layout: n.layout.clone(),
+                    storage_len: n.storage_len,
+                }
+            })
+            .collect();
+        Graph {
+            nodes,
+            outputs: self.outputs.clone(),
+            leaves: self.leaves.clone(),
+        }
+    }
+}
+
+/// Builds the graph that computes `outputs`.
+pub fn build_graph(outputs: &[Arc<Node>]) -> Built {
+    let w = walk(outputs);
+    let graph = w.to_graph();
     Built {
         graph,
-        leaf_storage,
-        sources,
+        leaf_storage: w.leaf_storage,
+        sources: w.nodes,
     }
 }
