@@ -496,8 +496,10 @@ impl<'l, L: Lang> Renderer<'l, L> {
         }
     }
 
-    /// Domain axes the nodes reachable from `roots` read (`Rand` needs all).
-    fn used_axes(e: &Expr, roots: &[ExprId], dims: &[usize]) -> Vec<bool> {
+    /// Domain axes the nodes reachable from `roots` read. `rand_from_coords`:
+    /// the linear index `Rand` uses is rebuilt from every coordinate (row
+    /// kernels) rather than known directly (maps, matmul epilogues).
+    fn used_axes(e: &Expr, roots: &[ExprId], dims: &[usize], rand_from_coords: bool) -> Vec<bool> {
         let mut used = vec![false; dims.len()];
         for i in e.reachable(roots) {
             match &e.nodes[i] {
@@ -509,7 +511,9 @@ impl<'l, L: Lang> Renderer<'l, L> {
                     }
                 }
                 ExprNode::Coord(a) => used[*a] = true,
-                ExprNode::Rand { .. } => used.iter_mut().for_each(|u| *u = true),
+                ExprNode::Rand { .. } if rand_from_coords => {
+                    used.iter_mut().for_each(|u| *u = true)
+                }
                 _ => {}
             }
         }
@@ -747,7 +751,7 @@ impl<L: Lang> Renderer<'_, L> {
 
     fn map_value_fn(&mut self, m: &MapBody, out_dtype: DType) -> Result<()> {
         let names = coord_names(m.shape.len());
-        let used = Self::used_axes(&m.expr, &[m.out], &m.shape);
+        let used = Self::used_axes(&m.expr, &[m.out], &m.shape, false);
         let mut body = String::new();
         self.decompose(&mut body, "e", &m.shape, &names, &used);
         let env = Env {
@@ -921,7 +925,7 @@ impl<L: Lang> Renderer<'_, L> {
 
         // Body prefix shared by stage and write functions: coordinates of (row, r).
         let prefix = |this: &Self, roots: &[ExprId], all: bool| -> (String, bool) {
-            let mut used = Self::used_axes(&red.expr, roots, &red.shape);
+            let mut used = Self::used_axes(&red.expr, roots, &red.shape, true);
             if all {
                 used.iter_mut().for_each(|u| *u = true);
             }
@@ -1195,7 +1199,7 @@ impl<L: Lang> Renderer<'_, L> {
         let mut names = bnames.clone();
         names.extend(["i".to_string(), "j".to_string()]);
         let mut body = String::new();
-        let used = Self::used_axes(&mm.epilogue, &[mm.out], &out_shape);
+        let used = Self::used_axes(&mm.epilogue, &[mm.out], &out_shape, false);
         self.decompose(&mut body, "b", &mm.batch, &bnames, &used[..nb]);
         let lin = format!(
             "b * {} + i * {} + j",
