@@ -9,6 +9,7 @@ pub mod error;
 pub mod graph;
 pub mod layout;
 pub mod passes;
+pub mod profile;
 pub mod rng;
 pub mod runtime;
 pub mod schedule;

@@ -10,7 +10,10 @@ use cli::{run, Cli};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    // FUSEGRAPH_PROFILE=1: the table of every kernel the command ran, to stderr.
+    fusegraph_core::profile::report_env();
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!("fusegraph: some results did not match the reference");

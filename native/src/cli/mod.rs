@@ -43,7 +43,7 @@ pub enum Command {
     },
     /// Per-kernel time, FLOPs, bytes and arithmetic intensity of the demo graphs.
     Profile {
-        /// Timed runs per kernel (after 2 warm-up runs).
+        /// Realizations of each graph profiled (after 2 warm-up runs).
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         reps: u32,
         /// Profile the one-kernel-per-op schedule instead of the fused one.
@@ -52,6 +52,9 @@ pub enum Command {
         /// Small inputs (a quick smoke run).
         #[arg(long)]
         small: bool,
+        /// Also write every kernel launch as a Chrome/Perfetto trace JSON here.
+        #[arg(long)]
+        trace: Option<PathBuf>,
     },
 }
 
@@ -78,6 +81,7 @@ pub fn run(cli: Cli) -> fusegraph_core::Result<bool> {
             reps,
             unfused,
             small,
-        } => profile::run(reps as usize, unfused, small).map(|()| true),
+            trace,
+        } => profile::run(reps as usize, unfused, small, trace.as_deref()).map(|()| true),
     }
 }

@@ -46,7 +46,9 @@ pub fn execute(s: &Schedule, leaves: &[Arc<CpuStorage>]) -> Result<Vec<Arc<CpuSt
                     op: "execute",
                     message: "a kernel argument was not computed".into(),
                 })?;
-            run_kernel(&step.kernel, &args, &mut out)?;
+            crate::profile::time_kernel(&step.kernel, || {
+                run_kernel(&step.kernel, &args, &mut out)
+            })?;
         }
         slots[step.out] = Some(out);
     }
