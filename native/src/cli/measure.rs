@@ -66,7 +66,9 @@ pub fn fill(n: usize, seed: u64) -> Vec<f32> {
 /// A realized f32 tensor of `shape` filled by [`fill`].
 pub fn input(shape: &[usize], seed: u64) -> Result<Tensor> {
     let n = shape.iter().product();
-    Tensor::from_vec(fill(n, seed), shape.to_vec(), &Device::Cpu)
+    // Copied in through `from_slice`, so the data sits in a buffer the library
+    // allocated (huge pages), as NumPy's arrays do on its side.
+    Tensor::from_slice(&fill(n, seed), shape.to_vec(), &Device::Cpu)
 }
 
 /// What the compiled graph of `t` costs: kernel count, FLOPs and bytes (summed over kernels).

@@ -65,9 +65,17 @@ pub fn run_map(m: &MapBody, args: &[&CpuStorage], out: &mut CpuStorage) {
 fn map_typed<T: Compute, E: Element>(m: &MapBody, args: &[&CpuStorage], out: &mut [E]) {
     let live = m.expr.reachable(&[m.out]);
     let walks = walks(&m.expr);
-    for_blocks(out, BLOCK, |bi, block| {
+    // Below this many elements a second thread costs more to wake than it saves.
+    const PAR_MIN: usize = 1 << 18;
+    let block = if out.len() < PAR_MIN {
+        out.len().max(1)
+    } else {
+        BLOCK
+    };
+    for_blocks(out, block, |bi, block_out| {
         let mut scratch = Scratch::<T>::new(&m.expr);
-        let base = bi * BLOCK;
+        let base = bi * block;
+        let block = block_out;
         for (ci, chunk) in block.chunks_mut(CHUNK).enumerate() {
             let pos = Linear {
                 expr: &m.expr,

@@ -237,7 +237,10 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
     let ptr = SyncPtr(out.as_mut_ptr());
     let out_len = out.len();
     // Few long rows: split each row across threads instead.
-    let split_rows = n_outer < threads() && row_len >= 1 << 16;
+    // Splitting one row across threads pays off only past a few MiB: below
+    // that one core already reads at the memory bandwidth and the split
+    // mostly adds wake-up jitter (measured on sum/max of 1024x1024).
+    let split_rows = n_outer < threads() && row_len >= 1 << 22;
     // Rows that fit in one chunk keep every computed node for the whole row.
     let one_chunk = row_len <= CHUNK && !split_rows;
     let rows_per_task = if split_rows {
