@@ -111,24 +111,23 @@ macro_rules! compute_impl {
 compute_impl!(f32, libm::erff, crate::backend::cpu::fastmath::exp_f32);
 compute_impl!(f64, libm::erf, f64::exp);
 
-/// Applies `op` to a chunk in place: `a = op(a, b)`. Loops are simple so
+/// Applies `op` to a chunk: `out = op(a, b)`. Loops are simple so
 /// LLVM vectorises the common ones (add, mul, max, compare).
 #[inline]
-pub fn binary_chunk<T: Compute>(op: BinaryOp, dtype: DType, a: &mut [T], b: &[T]) {
+pub fn binary_chunk<T: Compute>(op: BinaryOp, dtype: DType, a: &[T], b: &[T], out: &mut [T]) {
     let t = |c: bool| if c { T::ONE } else { T::ZERO };
     // Arithmetic on bool is bool (true + true = true, true / false = false)
     // as in the reference, so it takes the integer path that wraps to 0/1.
     if dtype.is_int() || (dtype == DType::Bool && !op.is_predicate()) {
-        for (x, &y) in a.iter_mut().zip(b) {
-            *x = T::from_f64(op.eval_int(x.to_f64(), y.to_f64(), dtype));
+        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+            *o = T::from_f64(op.eval_int(x.to_f64(), y.to_f64(), dtype));
         }
         return;
     }
     macro_rules! each {
         (|$x:ident, $y:ident| $e:expr) => {
-            for (xr, &$y) in a.iter_mut().zip(b) {
-                let $x = *xr;
-                *xr = $e;
+            for ((o, &$x), &$y) in out.iter_mut().zip(a).zip(b) {
+                *o = $e;
             }
         };
     }

@@ -14,6 +14,11 @@ pub trait Positions<T: Compute> {
     fn coord(&self, axis: usize, out: &mut [T]);
     /// Row-major linear index in the domain at each position.
     fn linear(&self, out: &mut [u32]);
+    /// The values of load node `node` as they sit in storage, when they are
+    /// dense and already of the compute type: read in place, never copied.
+    fn direct(&self, _node: ExprId, _len: usize) -> Option<&[T]> {
+        None
+    }
 }
 
 /// Per-thread buffers, reused from chunk to chunk.
@@ -25,6 +30,8 @@ pub struct Scratch<T> {
     /// positions, so loads and shared subexpressions are computed once per
     /// row (stage results never change once their stage is done).
     pub valid: Vec<bool>,
+    /// Loads read in place this chunk (their `bufs` entry is not filled).
+    pub direct: Vec<bool>,
 }
 
 impl<T: Compute> Scratch<T> {
@@ -33,6 +40,7 @@ impl<T: Compute> Scratch<T> {
             bufs: vec![Vec::new(); expr.len()],
             lin: Vec::new(),
             valid: vec![false; expr.len()],
+            direct: vec![false; expr.len()],
         }
     }
 
@@ -54,36 +62,68 @@ pub fn eval_chunk<T: Compute>(
     acc: Option<&[T]>,
     scratch: &mut Scratch<T>,
 ) {
+    // An operand: the in-place slice of a direct load, or the node's buffer.
+    fn arg<'a, T: Compute>(
+        pos: &'a dyn Positions<T>,
+        bufs: &'a [Vec<T>],
+        direct: &[bool],
+        i: ExprId,
+        len: usize,
+    ) -> &'a [T] {
+        if direct[i] {
+            if let Some(d) = pos.direct(i, len) {
+                return d;
+            }
+        }
+        &bufs[i]
+    }
+    let root = live.last().copied();
     for &i in live {
         if scratch.valid[i] {
             continue;
         }
         scratch.valid[i] = true;
+        scratch.direct[i] = false;
+        if matches!(expr.nodes[i], ExprNode::Load { .. })
+            && Some(i) != root
+            && pos.direct(i, len).is_some()
+        {
+            scratch.direct[i] = true;
+            continue;
+        }
         let mut buf = std::mem::take(&mut scratch.bufs[i]);
         buf.clear();
         buf.resize(len, T::ZERO);
         let dtype = expr.dtypes[i];
+        let (bufs, direct) = (&scratch.bufs, &scratch.direct);
         match &expr.nodes[i] {
             ExprNode::Load { .. } => pos.load(i, &mut buf),
             ExprNode::Const(s) => buf.fill(T::from_f64(s.value)),
             ExprNode::Unary(op, a) => {
-                unary_chunk(*op, &scratch.bufs[*a], &mut buf);
+                unary_chunk(*op, arg(pos, bufs, direct, *a, len), &mut buf);
                 if dtype.is_int() {
                     wrap_chunk(dtype, &mut buf);
                 }
             }
             ExprNode::Binary(op, a, b) => {
-                buf.copy_from_slice(&scratch.bufs[*a]);
-                binary_chunk(*op, expr.dtypes[*a], &mut buf, &scratch.bufs[*b]);
+                let (x, y) = (
+                    arg(pos, bufs, direct, *a, len),
+                    arg(pos, bufs, direct, *b, len),
+                );
+                binary_chunk(*op, expr.dtypes[*a], x, y, &mut buf);
             }
             ExprNode::Where(c, a, b) => {
-                let (c, a, b) = (&scratch.bufs[*c], &scratch.bufs[*a], &scratch.bufs[*b]);
+                let (c, a, b) = (
+                    arg(pos, bufs, direct, *c, len),
+                    arg(pos, bufs, direct, *a, len),
+                    arg(pos, bufs, direct, *b, len),
+                );
                 for (j, o) in buf.iter_mut().enumerate() {
                     *o = if c[j] != T::ZERO { a[j] } else { b[j] };
                 }
             }
             ExprNode::Cast(to, a) => {
-                buf.copy_from_slice(&scratch.bufs[*a]);
+                buf.copy_from_slice(arg(pos, bufs, direct, *a, len));
                 if *to != DType::F64 && expr.dtypes[*a] != *to {
                     cast_chunk(*to, &mut buf);
                 }
@@ -112,6 +152,18 @@ pub fn eval_chunk<T: Compute>(
             },
         }
         scratch.bufs[i] = buf;
+    }
+    // Callers read the root from `bufs`: a load that was read in place by an
+    // earlier evaluation of this chunk and is the root now gets its copy.
+    if let Some(r) = root {
+        if scratch.direct[r] {
+            let mut buf = std::mem::take(&mut scratch.bufs[r]);
+            buf.clear();
+            buf.resize(len, T::ZERO);
+            pos.load(r, &mut buf);
+            scratch.bufs[r] = buf;
+            scratch.direct[r] = false;
+        }
     }
 }
 

@@ -41,6 +41,15 @@ impl<T: Compute> Positions<T> for Linear<'_> {
             *o = (self.start + j) as u32;
         }
     }
+    fn direct(&self, node: ExprId, len: usize) -> Option<&[T]> {
+        match (&self.expr.nodes[node], &self.walks[node]) {
+            (ExprNode::Load { arg, .. }, Some(w)) if w.dense() => {
+                let o = w.offset as usize + self.start;
+                T::native(self.args[*arg]).and_then(|v| v.get(o..o + len))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Walks for every load node of `expr`.

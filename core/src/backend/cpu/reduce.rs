@@ -62,6 +62,15 @@ impl<T: Compute> Positions<T> for RowPos<'_> {
             }
         }
     }
+    fn direct(&self, node: ExprId, len: usize) -> Option<&[T]> {
+        match (&self.body.expr.nodes[node], &self.walks[node]) {
+            (ExprNode::Load { arg, .. }, Some(w)) if w.dense() => {
+                let o = w.offset as usize + self.start;
+                T::native(self.args[*arg]).and_then(|v| v.get(o..o + len))
+            }
+            _ => None,
+        }
+    }
     fn linear(&self, out: &mut [u32]) {
         self.lin_walk.runs(self.start, out.len(), |p, idx, n, s| {
             for j in 0..n {
