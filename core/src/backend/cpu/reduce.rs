@@ -228,6 +228,25 @@ fn row_layout(l: &Layout, axes: &[usize], outer: &[usize]) -> Layout {
     }
 }
 
+/// The walk of every load over the row at `outer`; with `unit`, over a row
+/// of size 1 (for per-row outputs, whose loads do not vary along the row).
+fn row_walks(r: &ReduceBody, outer: &[usize], unit: bool) -> Vec<Option<Walk>> {
+    r.expr
+        .nodes
+        .iter()
+        .map(|n| match n {
+            ExprNode::Load { access, .. } => {
+                let mut l = row_layout(access, &r.axes, outer);
+                if unit {
+                    l.shape.iter_mut().for_each(|d| *d = 1);
+                }
+                Some(Walk::new(&l))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], out: &mut [E]) {
     let kept_shape: Vec<usize> = (0..r.shape.len())
         .filter(|a| !r.axes.contains(a))
@@ -273,17 +292,7 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                 outer_coords[k] = rem % kept_shape[k];
                 rem /= kept_shape[k];
             }
-            let walks: Vec<Option<Walk>> = r
-                .expr
-                .nodes
-                .iter()
-                .map(|n| match n {
-                    ExprNode::Load { access, .. } => {
-                        Some(Walk::new(&row_layout(access, &r.axes, &outer_coords)))
-                    }
-                    _ => None,
-                })
-                .collect();
+            let walks = row_walks(r, &outer_coords, false);
             let lin_walk = Walk::new(&row_layout(&domain, &r.axes, &outer_coords));
             let pos_at = |start: usize| RowPos {
                 body: r,
@@ -390,20 +399,7 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                 // The per-row output reads its inputs once per row (stride 0
                 // along the reduced axes): walk them over a row of size 1,
                 // which also covers empty rows.
-                let ones: Vec<usize> = vec![1; r.shape.len()];
-                let single: Vec<Option<Walk>> = r
-                    .expr
-                    .nodes
-                    .iter()
-                    .map(|n| match n {
-                        ExprNode::Load { access, .. } => {
-                            let mut l = row_layout(access, &r.axes, &outer_coords);
-                            l.shape = ones[..l.shape.len()].to_vec();
-                            Some(Walk::new(&l))
-                        }
-                        _ => None,
-                    })
-                    .collect();
+                let single = row_walks(r, &outer_coords, true);
                 let pos = RowPos {
                     body: r,
                     args,
