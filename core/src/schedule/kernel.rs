@@ -48,7 +48,9 @@ pub struct Expr {
     /// Node → id, so `push` finds an identical node in O(1): fusing a chain
     /// of n ops re-imports growing expressions, and a linear scan here made
     /// that cubic in n.
-    index: rustc_hash::FxHashMap<(ExprNode, DType), ExprId>,
+    /// (Keyed by the node's hash: a key clone per push cost more than the
+    /// lookup, and a rare collision falls back to a scan.)
+    index: rustc_hash::FxHashMap<u64, ExprId>,
 }
 
 impl PartialEq for Expr {
@@ -60,16 +62,25 @@ impl PartialEq for Expr {
 impl Expr {
     /// Appends a node (reusing an identical earlier one) and returns its id.
     pub fn push(&mut self, node: ExprNode, dtype: DType) -> ExprId {
-        let next = self.nodes.len();
-        match self.index.entry((node, dtype)) {
-            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                self.nodes.push(e.key().0.clone());
-                self.dtypes.push(dtype);
-                e.insert(next);
-                next
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        node.hash(&mut h);
+        dtype.hash(&mut h);
+        let key = h.finish();
+        let same = |i: &ExprId| self.nodes[*i] == node && self.dtypes[*i] == dtype;
+        if let Some(i) = self.index.get(&key) {
+            if same(i) {
+                return *i;
+            }
+            if let Some(i) = (0..self.nodes.len()).find(same) {
+                return i;
             }
         }
+        let id = self.nodes.len();
+        self.nodes.push(node);
+        self.dtypes.push(dtype);
+        self.index.entry(key).or_insert(id);
+        id
     }
 
     pub fn len(&self) -> usize {
