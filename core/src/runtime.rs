@@ -3,6 +3,7 @@
 //! execute, and record the results in the tensors' nodes.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::backend::cpu::exec::execute;
@@ -33,16 +34,12 @@ fn cache() -> &'static Cache {
 /// (a process that builds endless distinct shapes must not grow without bound).
 const CACHE_CAPACITY: usize = 4096;
 
+static HITS: AtomicU64 = AtomicU64::new(0);
+static MISSES: AtomicU64 = AtomicU64::new(0);
+
 /// Cache hits and misses since start, for the benchmarks and tests.
 pub fn cache_stats() -> (u64, u64) {
-    let s = stats();
-    let g = s.lock().unwrap_or_else(|p| p.into_inner());
-    *g
-}
-
-fn stats() -> &'static Mutex<(u64, u64)> {
-    static STATS: OnceLock<Mutex<(u64, u64)>> = OnceLock::new();
-    STATS.get_or_init(|| Mutex::new((0, 0)))
+    (HITS.load(Ordering::Relaxed), MISSES.load(Ordering::Relaxed))
 }
 
 /// Runs the passes and the scheduler on a graph.
@@ -96,11 +93,11 @@ fn lookup_or_compile(w: &Walked, limits: &Limits) -> Result<Arc<Compiled>> {
             .get(&key)
             .and_then(|v| v.iter().find(|(g, _)| w.matches(g)))
         {
-            stats().lock().unwrap_or_else(|p| p.into_inner()).0 += 1;
+            HITS.fetch_add(1, Ordering::Relaxed);
             return Ok(hit.1.clone());
         }
     }
-    stats().lock().unwrap_or_else(|p| p.into_inner()).1 += 1;
+    MISSES.fetch_add(1, Ordering::Relaxed);
     let graph = w.to_graph();
     let compiled = Arc::new(compile(graph.clone(), limits)?);
     let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
