@@ -764,6 +764,13 @@ impl<L: Lang> Renderer<'_, L> {
         self.emit_expr(&mut body, &m.expr, &[m.out], &env)?;
         let ret = self.convert(&v(m.out), m.expr.dtypes[m.out], out_dtype)?;
         self.ret(&mut body, &ret);
+        self.finish_value_fn(body, out_dtype);
+        Ok(())
+    }
+
+    /// Closes `fg_value(e)`, the per-element value function the map-like
+    /// entry points call.
+    fn finish_value_fn(&mut self, body: String, out_dtype: DType) {
         let head = self.l.fn_head(
             "fg_value",
             &[("e".into(), self.l.ix().into())],
@@ -771,7 +778,6 @@ impl<L: Lang> Renderer<'_, L> {
             true,
         );
         self.finish_fn(head, body);
-        Ok(())
     }
 
     fn concat_value_fn(&mut self, c: &ConcatBody, out_dtype: DType) -> Result<()> {
@@ -805,13 +811,7 @@ impl<L: Lang> Renderer<'_, L> {
             let zero = self.lit(0.0, out_dtype)?;
             self.ret(&mut body, &zero);
         }
-        let head = self.l.fn_head(
-            "fg_value",
-            &[("e".into(), self.l.ix().into())],
-            Some(self.l.cty(out_dtype)),
-            true,
-        );
-        self.finish_fn(head, body);
+        self.finish_value_fn(body, out_dtype);
         Ok(())
     }
 
@@ -859,13 +859,7 @@ impl<L: Lang> Renderer<'_, L> {
         let val = self.l.load(0, sd, &addr);
         let val = self.convert(&val, sd, out_dtype)?;
         self.ret(&mut body, &val);
-        let head = self.l.fn_head(
-            "fg_value",
-            &[("e".into(), self.l.ix().into())],
-            Some(self.l.cty(out_dtype)),
-            true,
-        );
-        self.finish_fn(head, body);
+        self.finish_value_fn(body, out_dtype);
         Ok(())
     }
 
