@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// A compute device. Tensors carry one; ops between tensors on different
-/// devices are an error.
+/// devices are an error (move one with [`Tensor::to_device`](crate::Tensor::to_device)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Device {
@@ -11,13 +11,30 @@ pub enum Device {
     /// one SIMD128 thread in wasm.
     #[default]
     Cpu,
+    /// The WebGPU adapter opened with `Device::wgpu()` (Vulkan, Metal, DX12
+    /// natively; the browser's WebGPU in wasm).
+    Wgpu,
+    /// The n-th CUDA GPU, opened through the `fusegraph` crate's `cuda` feature.
+    Cuda(usize),
 }
 
 impl Device {
     pub fn name(&self) -> String {
         match self {
             Device::Cpu => "cpu".to_string(),
+            Device::Wgpu => "wgpu".to_string(),
+            Device::Cuda(n) => format!("cuda:{n}"),
         }
+    }
+
+    /// True for the host CPU.
+    pub fn is_cpu(&self) -> bool {
+        matches!(self, Device::Cpu)
+    }
+
+    /// True when kernels can run here now: the CPU always, a GPU once opened.
+    pub fn is_open(&self) -> bool {
+        crate::backend::is_open(*self)
     }
 }
 

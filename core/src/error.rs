@@ -187,6 +187,21 @@ pub enum Error {
         why: String,
     },
 
+    #[error("{op}: out of memory on {device}: {bytes} bytes requested ({why})")]
+    OutOfMemory {
+        op: &'static str,
+        device: String,
+        bytes: u64,
+        why: String,
+    },
+
+    #[error("{op}: device {device} was lost: {why}")]
+    DeviceLost {
+        op: &'static str,
+        device: String,
+        why: String,
+    },
+
     #[error("{op}: shape {shape:?} has more elements than fit in memory")]
     TooLarge { op: &'static str, shape: Vec<usize> },
 

@@ -21,5 +21,6 @@ pub use dtype::{DType, Element, Scalar};
 pub use error::{Error, Result};
 pub use layout::Layout;
 pub use passes::Limits;
+pub use runtime::synchronize;
 pub use shape::Shape;
 pub use tensor::Tensor;

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::backend::cpu::exec::execute;
 use crate::codegen::{render, RenderOptions, RenderedKernel};
-use crate::error::Result;
+use crate::device::Device;
+use crate::error::{Error, Result};
 use crate::graph::build::{walk, Walked};
 use crate::graph::dag::Graph;
 use crate::graph::print::{debug_enabled, graph_to_string};
@@ -108,13 +109,57 @@ fn lookup_or_compile(w: &Walked, limits: &Limits) -> Result<Arc<Compiled>> {
     Ok(compiled)
 }
 
-/// Computes `tensors` with the default CPU limits.
-pub fn realize(tensors: &[Tensor]) -> Result<()> {
-    realize_with(tensors, &Limits::cpu())
+/// The fusion limits of `device` (the CPU's, or what the GPU backend granted).
+pub fn limits_for(device: Device) -> Result<Limits> {
+    match device {
+        Device::Cpu => Ok(Limits::cpu()),
+        gpu => Ok(crate::backend::get(gpu)?.limits()),
+    }
 }
 
-/// Computes `tensors` with explicit limits (e.g. fusion off for comparisons).
+/// Computes `tensors` with their device's limits.
+pub fn realize(tensors: &[Tensor]) -> Result<()> {
+    let Some(device) = pending_device(tensors)? else {
+        return Ok(());
+    };
+    realize_on(tensors, device, &limits_for(device)?)
+}
+
+/// Computes `tensors` with explicit limits (e.g. fusion off for
+/// comparisons). On a GPU the binding limit is never raised above what the
+/// adapter granted.
 pub fn realize_with(tensors: &[Tensor], limits: &Limits) -> Result<()> {
+    let Some(device) = pending_device(tensors)? else {
+        return Ok(());
+    };
+    let granted = limits_for(device)?;
+    let limits = Limits {
+        max_kernel_args: limits.max_kernel_args.min(granted.max_kernel_args),
+        ..*limits
+    };
+    realize_on(tensors, device, &limits)
+}
+
+/// The one device of the tensors still to compute (`None`: nothing to do).
+fn pending_device(tensors: &[Tensor]) -> Result<Option<Device>> {
+    let mut device = None;
+    for t in tensors.iter().filter(|t| !t.is_realized()) {
+        match device {
+            None => device = Some(*t.device()),
+            Some(d) if d != *t.device() => {
+                return Err(Error::DeviceMismatch {
+                    op: "realize",
+                    lhs: d.name(),
+                    rhs: t.device().name(),
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(device)
+}
+
+fn realize_on(tensors: &[Tensor], device: Device, limits: &Limits) -> Result<()> {
     let pending: Vec<_> = tensors
         .iter()
         .filter(|t| !t.is_realized())
@@ -124,12 +169,32 @@ pub fn realize_with(tensors: &[Tensor], limits: &Limits) -> Result<()> {
         return Ok(());
     }
     let w = walk(&pending);
+    if let Some(stray) = w.leaf_storage.iter().find(|s| s.device() != device) {
+        return Err(Error::DeviceMismatch {
+            op: "realize",
+            lhs: device.name(),
+            rhs: stray.device().name(),
+        });
+    }
     let compiled = lookup_or_compile(&w, limits)?;
-    let results = execute(&compiled.schedule, &w.leaf_storage)?;
+    let results = match device {
+        Device::Cpu => execute(&compiled.schedule, &w.leaf_storage)?,
+        gpu => crate::backend::get(gpu)?.execute(&compiled.schedule, &w.leaf_storage)?,
+    };
     for (node, storage) in pending.iter().zip(results) {
         node.set_ready(storage);
     }
     Ok(())
+}
+
+/// Waits for every kernel submitted to `device` (a no-op on the CPU, whose
+/// kernels finish before `realize` returns). Benchmarks call this before
+/// stopping the clock.
+pub fn synchronize(device: Device) -> Result<()> {
+    match device {
+        Device::Cpu => Ok(()),
+        gpu => crate::backend::get(gpu)?.synchronize(),
+    }
 }
 
 /// Renders every kernel of a schedule for one target (what a GPU backend

@@ -6,8 +6,8 @@
 //! the unfused graph op by op in f64 and rounds each op's result to its dtype.
 
 use fusegraph_core::backend::cpu::reference;
-use fusegraph_core::runtime::{compiled_for, Compiled};
-use fusegraph_core::{DType, Device, Limits, Result, Tensor};
+use fusegraph_core::runtime::{compiled_for, limits_for, Compiled};
+use fusegraph_core::{DType, Device, Result, Tensor};
 use std::sync::Arc;
 
 /// The tolerance table, in one place.
@@ -199,9 +199,9 @@ pub fn randint(shape: &[usize], seed: u64, lo: i32, hi: i32, dev: &Device) -> Re
     Tensor::from_vec(v, shape.to_vec(), dev)
 }
 
-/// The compiled form of the graph computing `t` with the default CPU limits.
+/// The compiled form of the graph computing `t` with its device's limits.
 pub fn compiled(t: &Tensor) -> Result<Arc<Compiled>> {
-    compiled_for(std::slice::from_ref(t), &Limits::cpu())
+    compiled_for(std::slice::from_ref(t), &limits_for(*t.device())?)
 }
 
 /// Kernels launched to compute `t` (inputs should be realized leaves).
@@ -212,7 +212,7 @@ pub fn kernels(t: &Tensor) -> Result<usize> {
 /// Kernels launched to compute `t` with fusion off.
 pub fn kernels_unfused(t: &Tensor) -> Result<usize> {
     Ok(
-        compiled_for(std::slice::from_ref(t), &Limits::cpu().unfused())?
+        compiled_for(std::slice::from_ref(t), &limits_for(*t.device())?.unfused())?
             .schedule
             .steps
             .len(),

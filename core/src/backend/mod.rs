@@ -1,3 +1,9 @@
-//! Backends: where a schedule's kernels run.
+//! Backends: where a schedule's kernels run. The CPU backend is built in;
+//! GPU backends implement [`Backend`] and register themselves.
 
 pub mod cpu;
+mod registry;
+mod storage;
+
+pub use registry::{get, is_open, register, Backend};
+pub use storage::{DeviceBuffer, Storage};

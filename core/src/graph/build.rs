@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use crate::backend::cpu::CpuStorage;
+use crate::backend::Storage;
 use crate::graph::dag::{GNode, GOp, Graph, LeafInfo};
 use crate::graph::node::{Node, State};
 
@@ -19,7 +19,7 @@ use crate::graph::node::{Node, State};
 pub struct Built {
     pub graph: Graph,
     /// Storage bound to each leaf index.
-    pub leaf_storage: Vec<Arc<CpuStorage>>,
+    pub leaf_storage: Vec<Arc<Storage>>,
     /// The tensor node behind each graph node (to record results).
     pub sources: Vec<Arc<Node>>,
 }
@@ -32,7 +32,7 @@ pub struct Walked {
     pub inputs: Vec<Vec<usize>>,
     /// Leaf index of each realized node.
     pub leaf: Vec<Option<usize>>,
-    pub leaf_storage: Vec<Arc<CpuStorage>>,
+    pub leaf_storage: Vec<Arc<Storage>>,
     pub leaves: Vec<LeafInfo>,
     pub outputs: Vec<usize>,
     /// Hash of ops, dtypes, layouts, edges and leaf types (no data).
@@ -53,7 +53,7 @@ pub fn walk(outputs: &[Arc<Node>]) -> Walked {
         outputs: Vec::with_capacity(outputs.len()),
         hash: 0,
     };
-    let mut leaf_of: HashMap<*const CpuStorage, usize> = HashMap::default();
+    let mut leaf_of: HashMap<*const Storage, usize> = HashMap::default();
     let mut index_of: HashMap<u64, usize> =
         HashMap::with_capacity_and_hasher(TYPICAL, Default::default());
     let mut h = rustc_hash::FxHasher::default();

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::backend::cpu::CpuStorage;
+use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::graph::op::Op;
 use crate::layout::Layout;
@@ -20,7 +20,7 @@ pub enum State {
     },
     /// The storage this node's `layout` indexes. Realizing a node drops its
     /// inputs, so a long chain of realized steps does not keep old buffers.
-    Ready(Arc<CpuStorage>),
+    Ready(Arc<Storage>),
 }
 
 /// One value of the graph.
@@ -47,7 +47,7 @@ impl Drop for Node {
                 State::Ready(storage) => {
                     // A dropped result's buffer goes back to the CPU pool
                     // when this node was its only owner.
-                    if let Ok(s) = Arc::try_unwrap(storage) {
+                    if let Ok(Storage::Cpu(s)) = Arc::try_unwrap(storage) {
                         crate::backend::cpu::pool::give(s);
                     }
                 }
@@ -115,7 +115,7 @@ impl Node {
         }
     }
 
-    pub fn storage(&self) -> Option<Arc<CpuStorage>> {
+    pub fn storage(&self) -> Option<Arc<Storage>> {
         match self.state() {
             State::Ready(s) => Some(s),
             State::Lazy { .. } => None,
@@ -127,7 +127,7 @@ impl Node {
     }
 
     /// Records the computed storage and drops the inputs.
-    pub fn set_ready(&self, storage: Arc<CpuStorage>) {
+    pub fn set_ready(&self, storage: Arc<Storage>) {
         let mut guard = match self.state.write() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),

@@ -2,6 +2,7 @@
 
 use super::Tensor;
 use crate::backend::cpu::CpuStorage;
+use crate::backend::Storage;
 use crate::device::Device;
 use crate::dtype::{DType, Element, Scalar};
 use crate::error::{Error, Result};
@@ -28,11 +29,11 @@ impl Tensor {
                 got: data.len(),
             });
         }
-        Ok(Tensor::from_storage(
+        Tensor::from_storage(
             T::into_storage(data),
             Layout::contiguous(shape.dims()),
             *device,
-        ))
+        )
     }
 
     /// A tensor copied from a slice of plain-old-data elements. The copy
@@ -80,21 +81,27 @@ impl Tensor {
             DType::F32 => CpuStorage::F32(bytemuck::pod_collect_to_vec(bytes)),
             DType::F64 => CpuStorage::F64(bytemuck::pod_collect_to_vec(bytes)),
         };
-        Ok(Tensor::from_storage(
-            storage,
-            Layout::contiguous(shape.dims()),
-            *device,
-        ))
+        Tensor::from_storage(storage, Layout::contiguous(shape.dims()), *device)
     }
 
-    /// A realized tensor viewing `storage` through `layout` (checked by callers).
-    pub(crate) fn from_storage(storage: CpuStorage, layout: Layout, device: Device) -> Tensor {
+    /// A realized tensor viewing `storage` through `layout` (checked by
+    /// callers). On a GPU device the data is uploaded now, as
+    /// `torch.tensor(..., device=...)` does.
+    pub(crate) fn from_storage(
+        storage: CpuStorage,
+        layout: Layout,
+        device: Device,
+    ) -> Result<Tensor> {
         let len = storage.len();
         let dtype = storage.dtype();
-        Tensor {
+        let storage = match device {
+            Device::Cpu => Storage::Cpu(storage),
+            gpu => crate::backend::get(gpu)?.upload(&storage)?,
+        };
+        Ok(Tensor {
             node: Node::new(dtype, layout, len, State::Ready(Arc::new(storage))),
             device,
-        }
+        })
     }
 
     /// Every element equal to `value` (rounded to `dtype`).

@@ -6,15 +6,37 @@ use std::sync::Arc;
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 
 use super::Tensor;
+use crate::backend::cpu::CpuStorage;
+use crate::backend::Storage;
 use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::graph::node::State;
 use crate::layout::Layout;
 
+/// Host data of a realized tensor: shared when it already lives on the
+/// host, a read-back copy when it lives on a GPU.
+pub(crate) enum HostData {
+    Shared(Arc<Storage>),
+    Copied(CpuStorage),
+}
+
+impl HostData {
+    pub(crate) fn get(&self) -> &CpuStorage {
+        match self {
+            HostData::Copied(s) => s,
+            HostData::Shared(s) => match s.as_ref() {
+                Storage::Cpu(c) => c,
+                // `host_data` only shares host storage.
+                Storage::Device { .. } => unreachable!("device storage is always copied"),
+            },
+        }
+    }
+}
+
 impl Tensor {
-    /// Realizes the tensor and returns its storage and layout.
-    pub(crate) fn realized_storage(&self) -> Result<Arc<crate::backend::cpu::CpuStorage>> {
+    /// Realizes the tensor and returns its storage.
+    pub(crate) fn realized_storage(&self) -> Result<Arc<Storage>> {
         if let State::Ready(s) = self.node.state() {
             return Ok(s);
         }
@@ -23,6 +45,26 @@ impl Tensor {
             op: "realize",
             message: "result was not recorded".into(),
         })
+    }
+
+    /// Realizes the tensor and returns its storage on the host (reading a
+    /// GPU buffer back, which waits for the kernels that write it).
+    pub(crate) fn host_data(&self) -> Result<HostData> {
+        let storage = self.realized_storage()?;
+        match storage.as_ref() {
+            Storage::Cpu(_) => Ok(HostData::Shared(storage)),
+            Storage::Device { .. } => Ok(HostData::Copied(storage.to_cpu()?)),
+        }
+    }
+
+    /// This tensor's values on `device` (realized, then copied; the same
+    /// tensor when it is already there).
+    pub fn to_device(&self, device: &Device) -> Result<Tensor> {
+        if self.device == *device {
+            return Ok(self.clone());
+        }
+        let host = self.host_data()?;
+        Tensor::from_storage(host.get().clone(), self.layout().clone(), *device)
     }
 
     fn check_type<T: Element>(&self, op: &'static str) -> Result<()> {
@@ -40,8 +82,9 @@ impl Tensor {
     /// (use [`Tensor::cast`] first to convert).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_type::<T>("to_vec")?;
-        let storage = self.realized_storage()?;
-        let data = T::slice(&storage).ok_or(Error::ElementType {
+        let host = self.host_data()?;
+        let storage = host.get();
+        let data = T::slice(storage).ok_or(Error::ElementType {
             op: "to_vec",
             requested: T::DTYPE,
             actual: storage.dtype(),
@@ -55,8 +98,8 @@ impl Tensor {
 
     /// The elements converted to f64, in row-major order.
     pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
-        let storage = self.realized_storage()?;
-        Ok(storage.gather_f64(&self.layout().indices()))
+        let host = self.host_data()?;
+        Ok(host.get().gather_f64(&self.layout().indices()))
     }
 
     /// The single element of a one-element tensor.
@@ -82,11 +125,7 @@ impl Tensor {
         let (data, offset) = array.into_raw_vec_and_offset();
         let offset = offset.unwrap_or(0);
         let layout = Layout::as_strided(&shape, &strides, offset, data.len())?;
-        Ok(Tensor::from_storage(
-            T::into_storage(data),
-            layout,
-            Device::Cpu,
-        ))
+        Tensor::from_storage(T::into_storage(data), layout, Device::Cpu)
     }
 
     /// Copies an ndarray view (any layout) into a new tensor.
@@ -114,6 +153,9 @@ impl Tensor {
     /// no negative or zero strides); otherwise a copy.
     pub fn into_ndarray<T: Element>(self) -> Result<ArrayD<T>> {
         self.check_type::<T>("into_ndarray")?;
+        if !self.device.is_cpu() {
+            return self.to_ndarray();
+        }
         drop(self.realized_storage()?);
         let layout = self.layout().clone();
         let device = self.device;
@@ -140,9 +182,11 @@ impl Tensor {
                 message: "tensor was not realized".into(),
             });
         };
-        let owned = Arc::try_unwrap(storage)
-            .map_err(|s| (*s).clone())
-            .unwrap_or_else(|s| s);
+        let owned = match Arc::try_unwrap(storage) {
+            Ok(Storage::Cpu(s)) => s,
+            Ok(other) => other.to_cpu()?,
+            Err(shared) => shared.to_cpu()?,
+        };
         let vec = T::into_vec(owned).map_err(|s| Error::ElementType {
             op: "into_ndarray",
             requested: T::DTYPE,

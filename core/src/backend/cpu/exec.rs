@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::backend::cpu::{copy, map, matmul, pool, reduce, CpuStorage};
+use crate::backend::Storage;
 use crate::error::{Error, Result};
 use crate::schedule::kernel::{Body, Kernel};
 use crate::schedule::plan::{BufRef, Schedule};
@@ -20,7 +21,9 @@ pub fn run_kernel(k: &Kernel, args: &[&CpuStorage], out: &mut CpuStorage) -> Res
 }
 
 /// Executes every step and returns the storage of each graph output.
-pub fn execute(s: &Schedule, leaves: &[Arc<CpuStorage>]) -> Result<Vec<Arc<CpuStorage>>> {
+/// Leaves must be host storage (the runtime moves nothing between devices
+/// on its own: mixing devices is an error before this point).
+pub fn execute(s: &Schedule, leaves: &[Arc<Storage>]) -> Result<Vec<Arc<Storage>>> {
     let mut slots: Vec<Option<CpuStorage>> = vec![None; s.plan.slots.len()];
     for step in &s.steps {
         let info = &s.plan.slots[step.out];
@@ -38,13 +41,13 @@ pub fn execute(s: &Schedule, leaves: &[Arc<CpuStorage>]) -> Result<Vec<Arc<CpuSt
                 .args
                 .iter()
                 .map(|a| match a {
-                    BufRef::Leaf(l) => leaves.get(*l).map(|x| x.as_ref()),
+                    BufRef::Leaf(l) => leaves.get(*l).and_then(|x| x.as_cpu()),
                     BufRef::Slot(i) => slots.get(*i).and_then(|x| x.as_ref()),
                 })
                 .collect::<Option<_>>()
                 .ok_or(Error::Backend {
                     op: "execute",
-                    message: "a kernel argument was not computed".into(),
+                    message: "a kernel argument was not computed (or is not host data)".into(),
                 })?;
             crate::profile::time_kernel(&step.kernel, || {
                 run_kernel(&step.kernel, &args, &mut out)
@@ -52,7 +55,7 @@ pub fn execute(s: &Schedule, leaves: &[Arc<CpuStorage>]) -> Result<Vec<Arc<CpuSt
         }
         slots[step.out] = Some(out);
     }
-    let mut pinned: Vec<Option<Arc<CpuStorage>>> = vec![None; slots.len()];
+    let mut pinned: Vec<Option<Arc<Storage>>> = vec![None; slots.len()];
     s.outputs
         .iter()
         .map(|o| match o.buf {
@@ -62,7 +65,7 @@ pub fn execute(s: &Schedule, leaves: &[Arc<CpuStorage>]) -> Result<Vec<Arc<CpuSt
             }),
             BufRef::Slot(i) => {
                 if pinned[i].is_none() {
-                    pinned[i] = slots[i].take().map(Arc::new);
+                    pinned[i] = slots[i].take().map(|st| Arc::new(Storage::Cpu(st)));
                 }
                 pinned[i].clone().ok_or(Error::Backend {
                     op: "execute",

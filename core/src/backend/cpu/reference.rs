@@ -27,7 +27,8 @@ pub fn evaluate(t: &Tensor) -> Result<ArrayD<f64>> {
         }
         match node.state() {
             State::Ready(storage) => {
-                let vals = storage.gather_f64(&node.layout.indices());
+                // Device buffers are read back: the oracle always runs on the host.
+                let vals = storage.to_cpu()?.gather_f64(&node.layout.indices());
                 memo.insert(node.id, to_array(node.shape(), vals)?);
             }
             State::Lazy { op, inputs } => {
@@ -198,6 +199,7 @@ fn view(node: &Node, v: &ViewOp, inputs: &[Arc<Node>], x: &ArrayD<f64>) -> Resul
 /// Values of the storage a node's layout indexes, in storage order.
 fn root_storage_values(n: &Arc<Node>) -> Result<Vec<f64>> {
     if let State::Ready(s) = n.state() {
+        let s = s.to_cpu()?;
         return Ok((0..s.len()).map(|i| s.get_f64(i)).collect());
     }
     match n.state() {

@@ -1,0 +1,82 @@
+//! The [`Backend`] trait GPU backends implement, and the registry that maps a
+//! [`Device`] to its backend. The CPU backend is built in; a GPU backend
+//! registers itself when its device is opened (`Device::wgpu()`, or the
+//! `fusegraph` crate's `cuda` feature), so the core needs no CUDA code.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use crate::backend::cpu::CpuStorage;
+use crate::backend::storage::Storage;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::passes::Limits;
+use crate::schedule::Schedule;
+
+/// What a GPU backend does for the runtime. Kernels arrive as a
+/// [`Schedule`]: the backend renders (or looks up) each kernel, allocates the
+/// plan's slots, launches, and returns one storage per schedule output.
+pub trait Backend: Send + Sync {
+    /// The device this backend serves.
+    fn device(&self) -> Device;
+
+    /// Adapter/GPU name and version details, for logs and benchmark JSON.
+    fn describe(&self) -> String;
+
+    /// The fusion limits of this device (e.g. storage buffers per stage).
+    fn limits(&self) -> Limits;
+
+    /// Copies host data into a new device buffer.
+    fn upload(&self, data: &CpuStorage) -> Result<Storage>;
+
+    /// Copies a device buffer of this backend back to the host.
+    fn download(&self, data: &Storage) -> Result<CpuStorage>;
+
+    /// Runs every step of `schedule`; `leaves` are the bound inputs (on this
+    /// device). Returns the storage of each output, in order.
+    fn execute(&self, schedule: &Schedule, leaves: &[Arc<Storage>]) -> Result<Vec<Arc<Storage>>>;
+
+    /// Waits until all submitted work has finished.
+    fn synchronize(&self) -> Result<()>;
+}
+
+type Registry = RwLock<HashMap<Device, Arc<dyn Backend>>>;
+
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| RwLock::new(HashMap::new()))
+}
+
+/// Makes `backend` the one that serves `backend.device()` (replacing an
+/// earlier one: tensors made on the old one keep their buffers alive).
+pub fn register(backend: Arc<dyn Backend>) {
+    let mut r = registry().write().unwrap_or_else(|p| p.into_inner());
+    r.insert(backend.device(), backend);
+}
+
+/// The backend of a GPU device, or an error when it was never opened.
+pub fn get(device: Device) -> Result<Arc<dyn Backend>> {
+    let r = registry().read().unwrap_or_else(|p| p.into_inner());
+    r.get(&device)
+        .cloned()
+        .ok_or_else(|| Error::DeviceUnavailable {
+            op: "backend",
+            device: device.name(),
+            why: match device {
+                Device::Cpu => "the CPU has no registered backend object".into(),
+                Device::Wgpu => "open it first with Device::wgpu()".into(),
+                Device::Cuda(_) => {
+                    "open it first with fusegraph's Device::cuda(n) (feature `cuda`)".into()
+                }
+            },
+        })
+}
+
+/// True when `device` can run kernels now (the CPU always can).
+pub fn is_open(device: Device) -> bool {
+    device == Device::Cpu
+        || registry()
+            .read()
+            .map(|r| r.contains_key(&device))
+            .unwrap_or(false)
+}
