@@ -117,10 +117,13 @@ fn lower_node(g: &mut Graph, i: usize, op: &Op) {
             let (ra, la) = operand(g, n.inputs[0]);
             let (rb, lb) = operand(g, n.inputs[1]);
             let (aa, ab) = (b.arg(ra), b.arg(rb));
-            debug_assert_eq!((aa, ab), (0, 1));
             if ra == rb {
-                // Same storage read twice (x @ x.t()): keep two argument slots.
+                // Same storage read twice (x @ x.t()): `arg` gave both the
+                // same slot; the matmul body reads args 0 and 1, so add a second.
+                debug_assert_eq!((aa, ab), (0, 0));
                 b.args.push(rb);
+            } else {
+                debug_assert_eq!((aa, ab), (0, 1));
             }
             let r = la.rank();
             let acc_dtype = match dtype {

@@ -14,6 +14,11 @@ use crate::dtype::DType;
 const MAX_POOLED_BYTES: usize = 512 << 20;
 /// Smaller buffers are cheap to allocate; pooling them is not worth a lock.
 const MIN_POOLED_BYTES: usize = 256 << 10;
+/// Buffers of one dtype and length the pool keeps at most. A loop that
+/// drops more buffers of a size than its kernels take (user inputs made by
+/// `from_vec` each iteration, say) would otherwise fill the pool to its
+/// byte cap with buffers nobody takes.
+const MAX_PER_SIZE: usize = 4;
 
 struct Pool {
     bufs: Vec<CpuStorage>,
@@ -59,6 +64,10 @@ pub fn give(s: CpuStorage) {
         return;
     }
     let mut p = pool().lock().unwrap_or_else(|e| e.into_inner());
+    let same_size = |x: &CpuStorage| x.dtype() == s.dtype() && x.len() == s.len();
+    if p.bufs.iter().filter(|x| same_size(x)).count() >= MAX_PER_SIZE {
+        return;
+    }
     // Oldest buffers go first when the pool is full.
     while p.bytes + b > MAX_POOLED_BYTES && !p.bufs.is_empty() {
         let old = p.bufs.remove(0);
