@@ -33,13 +33,21 @@ if command -v rustup >/dev/null; then
   done
   rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 fi
+# The wgpu tests run on Mesa's lavapipe (a Vulkan CPU driver) where no GPU is present.
+if command -v dpkg >/dev/null && ! dpkg -s mesa-vulkan-drivers libvulkan1 >/dev/null 2>&1; then
+  apt-get update
+  apt-get install -y --no-install-recommends mesa-vulkan-drivers libvulkan1
+fi
 rustc --version
 cargo --version
 
 run "cargo fmt --check" cargo fmt --all -- --check
 run "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
-run "cargo test" cargo test --workspace --no-fail-fast
+# A missing wgpu adapter is a failure here, not a skip.
+run "cargo test" env FUSEGRAPH_REQUIRE_WGPU=1 cargo test --workspace --no-fail-fast
 run "wasm32 build" cargo build -p fusegraph-core -p fusegraph-wasm --target wasm32-unknown-unknown --no-default-features
+run "npm package: build + node tests" bash wasm/npm/scripts/ci.sh
+run "npm package: wasm size budget" node wasm/npm/scripts/size.mjs
 
 section "summary"
 if ((${#failed[@]})); then

@@ -38,6 +38,21 @@ impl Device {
     }
 }
 
+#[cfg(feature = "wgpu")]
+impl Device {
+    /// Opens the WebGPU adapter (once per process) and returns
+    /// [`Device::Wgpu`]. The same code runs natively and in the browser.
+    pub async fn wgpu() -> crate::Result<Device> {
+        crate::backend::wgpu::open().await.map(|_| Device::Wgpu)
+    }
+
+    /// [`Device::wgpu`], blocking until the adapter answers (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn wgpu_blocking() -> crate::Result<Device> {
+        crate::backend::wgpu::open_blocking().map(|_| Device::Wgpu)
+    }
+}
+
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())

@@ -10,6 +10,12 @@ use fusegraph_core::runtime::{compiled_for, limits_for, Compiled};
 use fusegraph_core::{DType, Device, Result, Tensor};
 use std::sync::Arc;
 
+#[cfg(feature = "wgpu")]
+mod wgpu;
+#[cfg(feature = "wgpu")]
+pub use wgpu::wgpu_device;
+
+
 /// The tolerance table, in one place.
 ///
 /// An element `got` passes against the reference `want` when
@@ -152,8 +158,12 @@ pub fn try_check(what: &str, t: &Tensor, tol: Tol) -> std::result::Result<(), St
 }
 
 /// A realized tensor of `dtype` holding `values` (rounded as a cast would).
+/// The values are cast on the host (a GPU may not hold the f64 they start
+/// as) and then moved to `dev`.
 pub fn leaf(values: &[f64], shape: &[usize], dtype: DType, dev: &Device) -> Result<Tensor> {
-    let t = Tensor::from_vec(values.to_vec(), shape.to_vec(), dev)?.cast(dtype)?;
+    let t = Tensor::from_vec(values.to_vec(), shape.to_vec(), &Device::Cpu)?.cast(dtype)?;
+    t.realize()?;
+    let t = t.to_device(dev)?;
     t.realize()?;
     Ok(t)
 }
@@ -175,10 +185,13 @@ pub fn uniform(
     dtype: DType,
     dev: &Device,
 ) -> Result<Tensor> {
-    let t = Tensor::rand(shape.to_vec(), seed, DType::F64, dev)?
+    // Drawn in f64 on the host (a GPU may lack f64), then moved to `dev`.
+    let t = Tensor::rand(shape.to_vec(), seed, DType::F64, &Device::Cpu)?
         .mul_scalar(hi - lo)?
         .add_scalar(lo)?
         .cast(dtype)?;
+    t.realize()?;
+    let t = t.to_device(dev)?;
     t.realize()?;
     Ok(t)
 }
@@ -217,6 +230,58 @@ pub fn kernels_unfused(t: &Tensor) -> Result<usize> {
             .steps
             .len(),
     )
+}
+
+/// True when `dev` computes `dtype` (the CPU computes every dtype; wgpu has
+/// no f64, and f16 only with the adapter's `shader-f16`).
+pub fn supports(dev: &Device, dtype: DType) -> bool {
+    match dev {
+        #[cfg(feature = "wgpu")]
+        Device::Wgpu => match dtype {
+            DType::F64 => false,
+            DType::F16 => fusegraph_core::backend::wgpu::current()
+                .is_some_and(|b| b.render_options().shader_f16),
+            _ => true,
+        },
+        _ => true,
+    }
+}
+
+/// The dtypes of `dtypes` that `dev` computes. Each one it does not is
+/// checked to fail with a clear `UnsupportedDType` naming it (so an
+/// unsupported dtype is a tested error path, never a silent skip).
+pub fn supported(dev: &Device, dtypes: &[DType]) -> Vec<DType> {
+    dtypes
+        .iter()
+        .copied()
+        .filter(|&d| {
+            if supports(dev, d) {
+                return true;
+            }
+            assert_unsupported(dev, d);
+            false
+        })
+        .collect()
+}
+
+/// Asserts that computing `dtype` on `dev` fails with `UnsupportedDType`.
+pub fn assert_unsupported(dev: &Device, dtype: DType) {
+    let r = Tensor::ones([3], dtype, dev).and_then(|t| t.add_scalar(1.0)?.to_vec_f64());
+    match r {
+        Err(fusegraph_core::Error::UnsupportedDType { dtype: got, .. }) => {
+            assert_eq!(got, dtype, "the error names the dtype")
+        }
+        other => panic!("{dtype} on {dev}: expected UnsupportedDType, got {other:?}"),
+    }
+}
+
+/// The widest float `dev` computes: f64, or f32 on a GPU without f64.
+pub fn wide(dev: &Device) -> DType {
+    if supports(dev, DType::F64) {
+        DType::F64
+    } else {
+        DType::F32
+    }
 }
 
 /// The float dtypes every float op is checked on.

@@ -83,3 +83,5 @@ macro_rules! conformance {
 }
 
 conformance!(cpu, "cpu", Some(Device::Cpu));
+#[cfg(feature = "wgpu")]
+conformance!(wgpu, "wgpu", fusegraph_tests::wgpu_device());

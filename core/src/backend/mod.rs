@@ -4,6 +4,8 @@
 pub mod cpu;
 mod registry;
 mod storage;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 
 pub use registry::{get, is_open, register, Backend};
 pub use storage::{DeviceBuffer, Storage};

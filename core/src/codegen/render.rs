@@ -72,6 +72,10 @@ pub(crate) trait Lang {
     fn row_dispatch(&self, rows: usize) -> ([u32; 3], u64);
     fn reduce_template(&self) -> &'static str;
     fn matmul_template(&self) -> &'static str;
+    /// Output rows and columns one matmul workgroup computes (the template's tile).
+    fn matmul_tile(&self) -> u64 {
+        64
+    }
     /// Statements that reference every binding (WGSL's automatic layouts drop unused ones).
     fn touch(&self) -> String;
     /// CUDA kernel parameter list / buffer arguments for calls.
@@ -113,6 +117,8 @@ pub(crate) fn helper_deps(name: &str) -> Vec<String> {
         "fg_gelu" => vec![with("fg_erf")],
         "fg_gelu_tanh" => vec![with("fg_tanh")],
         "fg_round_bf16" => vec!["fg_bf16_bits".into()],
+        "fg_sin" | "fg_cos" => vec!["fg_trig_reduce".into()],
+        "fg_trig_reduce" => vec!["fg_mulwide".into()],
         "fg_uniform" => vec!["fg_pcg_hash".into()],
         "fg_normal" => vec!["fg_uniform".into()],
         _ => vec![],
@@ -274,8 +280,9 @@ impl<'l, L: Lang> Renderer<'l, L> {
                 self.l.select(x, &one, &zero)
             }
             (_, Bool) => {
+                // `!(x == 0)` rather than `x != 0`: Vulkan's ordered `!=` is false for NaN.
                 let zero = self.lit(0.0, from)?;
-                format!("({x} != {zero})")
+                format!("(!({x} == {zero}))")
             }
             (I32, U8) => self.l.clamp_int(x, 0, 255),
             (U8, I32) => x.to_string(),
@@ -323,6 +330,13 @@ impl<'l, L: Lang> Renderer<'l, L> {
                 UnaryOp::Log => format!("{}({a})", self.l.math("log", c)),
                 UnaryOp::Sqrt => format!("{}({a})", self.l.math("sqrt", c)),
                 UnaryOp::Rsqrt => format!("{}({a})", self.l.math("rsqrt", c)),
+                // WGSL's sin/cos are only accurate near zero: reduce the argument first.
+                UnaryOp::Sin if self.l.dialect() == Dialect::Wgsl => {
+                    self.call_helper("fg_sin_f32", &[&a])?
+                }
+                UnaryOp::Cos if self.l.dialect() == Dialect::Wgsl => {
+                    self.call_helper("fg_cos_f32", &[&a])?
+                }
                 UnaryOp::Sin => format!("{}({a})", self.l.math("sin", c)),
                 UnaryOp::Cos => format!("{}({a})", self.l.math("cos", c)),
                 UnaryOp::Tanh => self.call_helper(&format!("fg_tanh_{s}"), &[&a])?,
@@ -384,9 +398,12 @@ impl<'l, L: Lang> Renderer<'l, L> {
                     od = I32;
                 }
                 let (x, y) = (self.convert(a, da, od)?, self.convert(b, db, od)?);
+                if op == BinaryOp::Ne {
+                    // NaN is unequal to everything; Vulkan's ordered `!=` says otherwise.
+                    return self.convert(&format!("(!({x} == {y}))"), Bool, d);
+                }
                 let sym = match op {
                     BinaryOp::Eq => "==",
-                    BinaryOp::Ne => "!=",
                     BinaryOp::Lt => "<",
                     BinaryOp::Le => "<=",
                     BinaryOp::Gt => ">",
@@ -840,9 +857,20 @@ impl<L: Lang> Renderer<'_, L> {
             1,
             &self.l.decl("raw", self.l.cty(DType::I32), &raw),
         );
-        // Out-of-range indices clamp: GPU code has no error channel.
+        // Negative indices count from the end; out-of-range ones clamp (GPU
+        // code has no error channel: the backend checks indices before launch).
         let size = ix.src.shape[ix.axis].max(1) as i64;
-        let k = self.l.conv_ix(&self.l.clamp_int("raw", 0, size - 1));
+        let wrapped = self.l.select(
+            &format!("raw < {}", self.l.lit_i32(0)),
+            &self.l.wrap_int('+', "raw", &self.l.lit_i32(size)),
+            "raw",
+        );
+        self.line(
+            &mut body,
+            1,
+            &self.l.decl("raw_w", self.l.cty(DType::I32), &wrapped),
+        );
+        let k = self.l.conv_ix(&self.l.clamp_int("raw_w", 0, size - 1));
         self.line(&mut body, 1, &self.l.decl("k", self.l.ix(), &k));
         let mut coords = names.clone();
         coords[ix.axis] = "k".into();
@@ -1230,20 +1258,21 @@ impl<L: Lang> Renderer<'_, L> {
         self.finish_fn(head, body);
 
         let gz = (batch as u64).min(MAX_GROUPS);
+        let tile = self.l.matmul_tile();
         let dispatch = if batch == 0 || mm.m == 0 || mm.n == 0 {
             [0, 1, 1]
         } else {
             [
-                ceil_div(mm.n as u64, 64) as u32,
-                ceil_div(mm.m as u64, 64) as u32,
+                ceil_div(mm.n as u64, tile) as u32,
+                ceil_div(mm.m as u64, tile) as u32,
                 gz as u32,
             ]
         };
         if dispatch[0] as u64 > MAX_GROUPS || dispatch[1] as u64 > MAX_GROUPS {
             return Err(invalid(
                 "matmul size",
-                "at most 65535 tiles of 64 per dimension",
-                format!("m = {}, n = {}", mm.m, mm.n),
+                "at most 65535 tiles per dimension",
+                format!("m = {}, n = {} in tiles of {tile}", mm.m, mm.n),
             ));
         }
         let entry = fill(

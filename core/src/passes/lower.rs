@@ -1,7 +1,7 @@
 //! Lowering: every op node that computes something becomes a one-op kernel.
 //! The fusion passes then merge these kernels.
 
-use crate::dtype::DType;
+use crate::dtype::{DType, Scalar};
 use crate::graph::dag::{GOp, Graph};
 use crate::graph::op::Op;
 use crate::passes::builder::{operand, set_kernel, Builder};
@@ -43,17 +43,29 @@ fn lower_node(g: &mut Graph, i: usize, op: &Op) {
             map(std::mem::take(&mut b.expr), c)
         }
         Op::Arange { start, step } => {
+            // Computed in f64 only for f64 outputs (WebGPU has no f64):
+            // integer ranges in exact i32 arithmetic, other floats in f32.
+            let len = shape.first().copied().unwrap_or(0);
+            let calc = arange_dtype(dtype, start.value, step.value, len);
             let coord = b.expr.push(ExprNode::Coord(0), DType::I32);
-            let c = b.expr.push(ExprNode::Cast(DType::F64, coord), DType::F64);
-            let st = b.expr.push(ExprNode::Const(*step), DType::F64);
-            let s0 = b.expr.push(ExprNode::Const(*start), DType::F64);
+            let c = if calc == DType::I32 {
+                coord
+            } else {
+                b.expr.push(ExprNode::Cast(calc, coord), calc)
+            };
+            let st = b
+                .expr
+                .push(ExprNode::Const(Scalar::new(step.value, calc)), calc);
+            let s0 = b
+                .expr
+                .push(ExprNode::Const(Scalar::new(start.value, calc)), calc);
             let m = b.expr.push(
                 ExprNode::Binary(crate::graph::op::BinaryOp::Mul, c, st),
-                DType::F64,
+                calc,
             );
             let v = b.expr.push(
                 ExprNode::Binary(crate::graph::op::BinaryOp::Add, m, s0),
-                DType::F64,
+                calc,
             );
             let out = b.expr.push(ExprNode::Cast(dtype, v), dtype);
             map(std::mem::take(&mut b.expr), out)
@@ -178,4 +190,17 @@ fn lower_node(g: &mut Graph, i: usize, op: &Op) {
         Op::View(_) => return,
     };
     set_kernel(g, i, body, b.args, dtype, shape);
+}
+
+/// The type an `arange` of `len` values of `dtype` computes in: i32 for
+/// i32 outputs whose start, step and last value are i32 integers, f32 for
+/// f32/f16/bf16/u8/bool outputs, f64 otherwise.
+fn arange_dtype(dtype: DType, start: f64, step: f64, len: usize) -> DType {
+    let int = |v: f64| v.fract() == 0.0 && v.abs() < (1u64 << 31) as f64;
+    let last = start + step * len.saturating_sub(1) as f64;
+    match dtype {
+        DType::F32 | DType::F16 | DType::BF16 | DType::U8 | DType::Bool => DType::F32,
+        DType::I32 if int(start) && int(step) && int(last) => DType::I32,
+        _ => DType::F64,
+    }
 }

@@ -54,8 +54,8 @@ fn broadcast_with_rank0_scalar_and_size1_axes() -> Result<()> {
     let y = s.mul(&s)?;
     assert_eq!(y.shape(), &[] as &[usize]);
     assert_eq!(y.item::<f32>()?, 6.25);
-    let b = randn(&[2, 1, 4, 1], 9, DType::F64, &d)?;
-    let c = randn(&[3, 1, 5], 10, DType::F64, &d)?;
+    let b = randn(&[2, 1, 4, 1], 9, wide(&d), &d)?;
+    let c = randn(&[3, 1, 5], 10, wide(&d), &d)?;
     let z = b.add(&c)?;
     assert_eq!(z.shape(), &[2, 3, 4, 5]);
     check("[2,1,4,1] + [3,1,5]", &z)?;
@@ -101,7 +101,7 @@ fn transposed_input_feeds_elementwise_op() -> Result<()> {
     let at = a.t()?;
     assert!(!at.is_contiguous());
     check("a.T + b", &at.add(&b)?)?;
-    let p = randn(&[2, 3, 4, 5], 15, DType::F64, &d)?.permute(&[3, 1, 0, 2])?;
+    let p = randn(&[2, 3, 4, 5], 15, wide(&d), &d)?.permute(&[3, 1, 0, 2])?;
     assert_eq!(p.shape(), &[5, 3, 2, 4]);
     check("permuted exp", &p.exp()?)?;
     Ok(())
@@ -140,7 +140,8 @@ fn negative_strides_from_reversed_ndarray() -> Result<()> {
     arr.invert_axis(Axis(0));
     arr.invert_axis(Axis(1));
     let want: Vec<f32> = arr.iter().copied().collect();
-    let t = Tensor::from_ndarray(arr)?;
+    // from_ndarray makes a host tensor; to_device keeps its negative-stride view.
+    let t = Tensor::from_ndarray(arr)?.to_device(&d)?;
     assert_eq!(t.layout().strides, vec![-6, -1]);
     assert_eq!(t.layout().offset, 23);
     assert_eq!(t.to_vec::<f32>()?, want);

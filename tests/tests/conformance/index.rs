@@ -67,12 +67,12 @@ fn index_select_with_negative_and_repeated_indices() -> Result<()> {
 #[test]
 fn gather_along_each_axis_with_negative_indices() -> Result<()> {
     let d = dev!();
-    let x = Tensor::arange(0.0, 6.0, 1.0, DType::F64, &d)?.reshape([2, 3])?;
+    let x = Tensor::arange(0.0, 6.0, 1.0, wide(&d), &d)?.reshape([2, 3])?;
     let idx = Tensor::from_vec(vec![2i32, 0, -3, -1], [2, 2], &d)?;
     let g = x.gather(1, &idx)?;
-    assert_eq!(g.to_vec::<f64>()?, vec![2.0, 0.0, 3.0, 5.0]);
+    assert_eq!(g.to_vec_f64()?, vec![2.0, 0.0, 3.0, 5.0]);
     let g0 = x.gather(0, &Tensor::from_vec(vec![1i32, 0, 1], [1, 3], &d)?)?;
-    assert_eq!(g0.to_vec::<f64>()?, vec![3.0, 1.0, 5.0]);
+    assert_eq!(g0.to_vec_f64()?, vec![3.0, 1.0, 5.0]);
     check("gather axis 1", &g)?;
     let src = randn(&[4, 5, 6], 9, DType::F32, &d)?;
     let ix = randint(&[4, 3, 6], 10, -5, 5, &d)?;
