@@ -1,18 +1,23 @@
 // fusegraph tiled matmul (WGSL), filled by core/src/codegen.
 //
 // out[b, i, j] = epilogue(sum_k A[b, i, k] * B[b, k, j]). A 16x16 workgroup
-// computes a 64x64 output tile; each invocation holds a 4x4 register block
-// strided by 16 rows/columns, so neighbouring invocations read neighbouring
-// words of the shared tiles. K advances 16 at a time through workgroup
-// memory. The loaders fg_load_a/fg_load_b (spliced in by the renderer) read
-// through the operands' strides, so transposed views need no copy, and return
-// zero outside the matrix so edge tiles need no special case. Batches run
-// along workgroup_id.z, striding when there are more than 65535.
+// computes a 128x128 output tile; each invocation holds an 8x8 register
+// block: rows 4*ty..4*ty+3 and 64+4*ty..64+4*ty+3, columns likewise with tx,
+// so its operands are two vec4 reads per tile row of workgroup memory. K
+// advances 8 at a time. The loaders fg_load_a/fg_load_b (spliced in by the
+// renderer) read through the operands' strides, so transposed views need no
+// copy, and return zero outside the matrix so edge tiles need no special
+// case. Batches run along workgroup_id.z, striding when there are more than
+// 65535.
 //@@ main
-// fg_ta is [k][m] with one column of padding: the transposing store from a
-// row-major A tile would otherwise put 16 invocations on one bank.
-var<workgroup> fg_ta: array<array<{{ACC}}, 65>, 16>;
-var<workgroup> fg_tb: array<array<{{ACC}}, 64>, 16>;
+// fg_ta is A's tile transposed ([k][m] as vec4 of m) with one vec4 of
+// padding per k row: the transposing store then hits 32 distinct banks.
+var<workgroup> fg_ta: array<array<vec4<{{ACC}}>, 33>, 8>;
+var<workgroup> fg_tb: array<array<vec4<{{ACC}}>, 32>, 8>;
+
+fn fg_mac4(acc: vec4<{{ACC}}>, x: {{ACC}}, y: vec4<{{ACC}}>) -> vec4<{{ACC}}> {
+    return vec4<{{ACC}}>(fg_mac(acc.x, x, y.x), fg_mac(acc.y, x, y.y), fg_mac(acc.z, x, y.z), fg_mac(acc.w, x, y.w));
+}
 
 @compute @workgroup_size(16, 16, 1)
 fn {{NAME}}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -20,43 +25,53 @@ fn {{NAME}}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id)
     let tx = i32(lid.x);
     let ty = i32(lid.y);
     let t = ty * 16 + tx;
-    let m0 = i32(wid.y) * 64;
-    let n0 = i32(wid.x) * 64;
-    var acc: array<{{ACC}}, 16>;
-    var av: array<{{ACC}}, 4>;
-    var bv: array<{{ACC}}, 4>;
+    let m0 = i32(wid.y) * 128;
+    let n0 = i32(wid.x) * 128;
+    var acc: array<vec4<{{ACC}}>, 16>;
     for (var b = i32(wid.z); b < {{BATCH}}; b = b + {{ZSTEP}}) {
         let base_a = fg_base_a(b);
         let base_b = fg_base_b(b);
         for (var q = 0; q < 16; q = q + 1) {
-            acc[q] = {{ZERO}};
+            acc[q] = vec4<{{ACC}}>({{ZERO}});
         }
-        for (var k0 = 0; k0 < {{K}}; k0 = k0 + 16) {
+        for (var k0 = 0; k0 < {{K}}; k0 = k0 + 8) {
             for (var q = 0; q < 4; q = q + 1) {
                 let l = t + q * 256;
-                fg_ta[l % 16][l / 16] = fg_load_a(base_a, m0 + l / 16, k0 + l % 16);
-                fg_tb[l / 64][l % 64] = fg_load_b(base_b, k0 + l / 64, n0 + l % 64);
+                // A: 128 rows x 8 k; neighbouring invocations read neighbouring k of one row.
+                let ar = l / 8;
+                let ak = l % 8;
+                fg_ta[ak][ar / 4][ar % 4] = fg_load_a(base_a, m0 + ar, k0 + ak);
+                // B: 8 k x 128 columns; neighbouring invocations read neighbouring columns.
+                let bk = l / 128;
+                let bc = l % 128;
+                fg_tb[bk][bc / 4][bc % 4] = fg_load_b(base_b, k0 + bk, n0 + bc);
             }
             workgroupBarrier();
-            for (var kk = 0; kk < 16; kk = kk + 1) {
+            for (var kk = 0; kk < 8; kk = kk + 1) {
+                let a0 = fg_ta[kk][ty];
+                let a1 = fg_ta[kk][ty + 16];
+                let b0 = fg_tb[kk][tx];
+                let b1 = fg_tb[kk][tx + 16];
                 for (var r = 0; r < 4; r = r + 1) {
-                    av[r] = fg_ta[kk][ty + 16 * r];
-                    bv[r] = fg_tb[kk][tx + 16 * r];
-                }
-                for (var r = 0; r < 4; r = r + 1) {
-                    for (var c = 0; c < 4; c = c + 1) {
-                        acc[r * 4 + c] = fg_mac(acc[r * 4 + c], av[r], bv[c]);
-                    }
+                    acc[r * 2] = fg_mac4(acc[r * 2], a0[r], b0);
+                    acc[r * 2 + 1] = fg_mac4(acc[r * 2 + 1], a0[r], b1);
+                    acc[8 + r * 2] = fg_mac4(acc[8 + r * 2], a1[r], b0);
+                    acc[8 + r * 2 + 1] = fg_mac4(acc[8 + r * 2 + 1], a1[r], b1);
                 }
             }
             workgroupBarrier();
         }
-        for (var r = 0; r < 4; r = r + 1) {
-            for (var c = 0; c < 4; c = c + 1) {
-                let i = m0 + ty + 16 * r;
-                let j = n0 + tx + 16 * c;
-                if (i < {{M}} && j < {{N}}) {
-                    fg_write_mm(b, i, j, acc[r * 4 + c]);
+        for (var h = 0; h < 2; h = h + 1) {
+            for (var r = 0; r < 4; r = r + 1) {
+                let i = m0 + h * 64 + ty * 4 + r;
+                for (var w = 0; w < 2; w = w + 1) {
+                    let v = acc[h * 8 + r * 2 + w];
+                    for (var c = 0; c < 4; c = c + 1) {
+                        let j = n0 + w * 64 + tx * 4 + c;
+                        if (i < {{M}} && j < {{N}}) {
+                            fg_write_mm(b, i, j, v[c]);
+                        }
+                    }
                 }
             }
         }

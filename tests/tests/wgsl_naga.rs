@@ -533,7 +533,7 @@ fn matmul(dt: DType, acc: DType, out: DType) -> Kernel {
 fn wgsl_batched_matmul_transposed_b_bias_relu_validates() {
     let r = validate(&matmul(DType::F32, DType::F32, DType::F32), false);
     assert_eq!(r.workgroup_size, [16, 16, 1]);
-    assert_eq!(r.dispatch, [1, 2, 6], "64x64 tiles, batches along z");
+    assert_eq!(r.dispatch, [1, 1, 6], "128x128 tiles, batches along z");
     assert!(r.entry.starts_with("fg_matmul_"));
 }
 

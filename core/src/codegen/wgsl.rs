@@ -587,6 +587,10 @@ impl Lang for Wgsl {
         include_str!("../../../shaders/matmul.wgsl")
     }
 
+    fn matmul_tile(&self) -> u64 {
+        128
+    }
+
     fn touch(&self) -> String {
         (0..self.args.len())
             .map(|i| format!("    _ = arrayLength(&fg_a{i});\n"))

@@ -110,7 +110,7 @@ impl WgpuBackend {
             driver: format!("{} {}", i.driver, i.driver_info).trim().to_string(),
             shader_f16: self.gpu.has_f16(),
             max_storage_buffers_per_shader_stage: l.max_storage_buffers_per_shader_stage,
-            max_storage_buffer_binding_size: l.max_storage_buffer_binding_size as u64,
+            max_storage_buffer_binding_size: l.max_storage_buffer_binding_size,
             max_buffer_size: l.max_buffer_size,
             max_compute_workgroup_storage_size: l.max_compute_workgroup_storage_size,
             max_compute_invocations_per_workgroup: l.max_compute_invocations_per_workgroup,

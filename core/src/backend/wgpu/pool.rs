@@ -53,7 +53,7 @@ impl Pool {
         let largest = gpu
             .limits
             .max_buffer_size
-            .min(gpu.limits.max_storage_buffer_binding_size as u64);
+            .min(gpu.limits.max_storage_buffer_binding_size);
         if size > largest && bytes <= largest {
             return self.alloc(gpu, op, bytes, bytes);
         }
