@@ -4,6 +4,11 @@
 
 pub use fusegraph_core::*;
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
+#[cfg(feature = "cuda")]
+pub use cuda::CudaDevice;
+
 /// The README's Rust examples, compiled and run as doc tests.
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]

@@ -15,6 +15,10 @@ mod wgpu;
 #[cfg(feature = "wgpu")]
 pub use wgpu::wgpu_device;
 
+#[cfg(feature = "cuda")]
+mod cuda;
+#[cfg(feature = "cuda")]
+pub use cuda::cuda_device;
 
 /// The tolerance table, in one place.
 ///

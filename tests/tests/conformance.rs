@@ -85,3 +85,5 @@ macro_rules! conformance {
 conformance!(cpu, "cpu", Some(Device::Cpu));
 #[cfg(feature = "wgpu")]
 conformance!(wgpu, "wgpu", fusegraph_tests::wgpu_device());
+#[cfg(feature = "cuda")]
+conformance!(cuda, "cuda", fusegraph_tests::cuda_device());

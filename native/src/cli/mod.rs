@@ -1,6 +1,8 @@
 //! The `fusegraph` command line: `demo` (the default), `bench`, `profile`.
 
 pub mod bench;
+#[cfg(feature = "cuda")]
+pub mod bench_cuda;
 pub mod demo;
 pub mod measure;
 pub mod profile;
@@ -62,6 +64,11 @@ pub enum Command {
 pub enum Suite {
     /// CPU fast path: matmul, fused elementwise, broadcasts, reductions, overhead.
     Cpu,
+    /// The CUDA backend (feature `cuda`): cuBLASLt matmuls, fused elementwise,
+    /// softmax, layer_norm, dispatch and graph replay; JSON to
+    /// bench/results/cuda_fusegraph.json by default.
+    #[cfg(feature = "cuda")]
+    Cuda,
 }
 
 /// Runs the command; `Ok(false)` means a result failed its check.
@@ -74,6 +81,16 @@ pub fn run(cli: Cli) -> fusegraph_core::Result<bool> {
         Command::Bench { suite, out, quick } => {
             let name = match suite {
                 Suite::Cpu => "cpu",
+                #[cfg(feature = "cuda")]
+                Suite::Cuda => {
+                    let default = std::path::Path::new("bench/results/cpu.json");
+                    let out = if out == default {
+                        PathBuf::from("bench/results/cuda_fusegraph.json")
+                    } else {
+                        out
+                    };
+                    return bench_cuda::run(&out, quick);
+                }
             };
             bench::run(name, &out, quick)
         }

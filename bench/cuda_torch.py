@@ -1,0 +1,189 @@
+"""Peers for `fusegraph bench --suite cuda`: PyTorch eager, torch.compile and
+CuPy on the same cases, on the same GPU, in the same run. Timing: CUDA
+events around each call, 5 warm-ups, median (p10, p90) of 100 reps (as the
+Rust side). Every result is checked against a float64 reference on a
+sample. Writes JSON (default bench/results/cuda_peers.json)."""
+
+import json
+import os
+import sys
+import time
+
+import torch
+
+try:
+    import cupy as cp
+except Exception:  # noqa: BLE001 - cupy is optional
+    cp = None
+
+QUICK = "--quick" in sys.argv
+OUT = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--out=")), "bench/results/cuda_peers.json")
+WARMUP, REPS = 5, (10 if QUICK else 100)
+dev = torch.device("cuda")
+
+
+def fill(shape, seed):
+    """The fusegraph bench's `measure::fill`, bit for bit (f64 then f32)."""
+    n = 1
+    for d in shape:
+        n *= d
+    i = torch.arange(n, dtype=torch.float64, device=dev)
+    x = torch.frac(i * 0.6180339887498949 + seed * 0.1) * 2.0 - 1.0
+    return x.to(torch.float32).reshape(shape)
+
+
+def timed(fn, reps=REPS):
+    for _ in range(WARMUP):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e) / 1e3)
+    ts.sort()
+    q = lambda p: ts[min(len(ts) - 1, int(round(p * (len(ts) - 1))))]
+    return {"median_s": q(0.5), "p10_s": q(0.1), "p90_s": q(0.9), "reps": reps, "warmup": WARMUP}
+
+
+def rel_err(got, want):
+    got, want = got.double(), want.double()
+    return float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+
+
+TOL = {"float32": 1e-4, "tf32": 3e-3, "float16": 1e-2, "bfloat16": 3e-2}
+results = []
+
+
+def record(name, peer, st, err, tol, flops, nbytes):
+    t = st["median_s"]
+    ok = err <= tol
+    results.append({"name": name, "peer": peer, "stats": st, "max_err_rel_to_max": err, "tolerance": tol,
+                    "ok": ok, "tflops": flops / t / 1e12, "gbps": nbytes / t / 1e9})
+    print(f"{name:<28} {peer:<14} {t*1e3:9.3f} ms  {flops/t/1e12:8.1f} TFLOP/s {nbytes/t/1e9:7.0f} GB/s  err {err:.1e} {'ok' if ok else 'FAILED'}",
+          flush=True)
+
+
+def compiled(f):
+    return torch.compile(f, dynamic=False)
+
+
+# Copy bandwidth: a device-to-device copy of 256 MiB (bytes read + written).
+n = 64 << 20
+src = fill([n], 1)
+dst = torch.empty_like(src)
+st = timed(lambda: dst.copy_(src))
+record("copy_64m_f32", "torch", st, rel_err(dst[:1 << 16], src[:1 << 16]), 0.0, 0.0, 8.0 * n)
+
+# Matmuls.
+sizes = [512, 1024] if QUICK else [512, 1024, 2048, 4096]
+mm_cases = [(s, "float32") for s in sizes]
+for s in ([1024] if QUICK else [4096, 8192]):
+    mm_cases += [(s, "tf32"), (s, "float16"), (s, "bfloat16")]
+for s, label in mm_cases:
+    dt = {"float32": torch.float32, "tf32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[label]
+    a, b = fill([s, s], 11).to(dt), fill([s, s], 12).to(dt)
+    torch.backends.cuda.matmul.allow_tf32 = label == "tf32"
+    want = a[:4].double() @ b.double()
+    out = torch.matmul(a, b)
+    st = timed(lambda: torch.matmul(a, b))
+    name = f"matmul_{s}_{'tf32' if label == 'tf32' else {'float32': 'f32', 'float16': 'f16', 'bfloat16': 'bf16'}[label]}"
+    record(name, "torch", st, rel_err(out[:4], want), TOL[label], 2.0 * s**3, 3.0 * s * s * a.element_size())
+    if cp is not None and label != "tf32":  # CuPy reads CUPY_TF32 only at import
+        ca, cb = cp.asarray(a), cp.asarray(b)
+        co = cp.matmul(ca, cb)
+        st = timed(lambda: cp.matmul(ca, cb))
+        record(name, "cupy", st, rel_err(torch.as_tensor(co[:4], device=dev), want), TOL[label], 2.0 * s**3, 3.0 * s * s * a.element_size())
+    del a, b, out
+torch.backends.cuda.matmul.allow_tf32 = False
+
+# bmm.
+nb = 100 if QUICK else 1000
+a, b = fill([nb, 128, 128], 13), fill([nb, 128, 128], 14)
+out = torch.bmm(a, b)
+st = timed(lambda: torch.bmm(a, b))
+record(f"bmm_{nb}x128x128_f32", "torch", st, rel_err(out[:2], a[:2].double() @ b[:2].double()), 1e-4,
+       2.0 * nb * 128**3, 12.0 * nb * 128 * 128)
+
+# Fused elementwise.
+n = (1 << 22) if QUICK else (64 << 20)
+x, y, z = fill([n], 1), fill([n], 2), fill([n], 3)
+for relu in (False, True):
+    f = (lambda a, b, c: torch.relu(a * b + c)) if relu else (lambda a, b, c: a * b + c)
+    name = f"fused_{'relu_' if relu else ''}64m_f32"
+    h = 1 << 16
+    want = f(x[:h].double(), y[:h].double(), z[:h].double())
+    for peer, g in (("torch", f), ("torch.compile", compiled(f))):
+        o = g(x, y, z)
+        st = timed(lambda: g(x, y, z))
+        record(name, peer, st, rel_err(o[:h], want), 1e-5, (3.0 if relu else 2.0) * n, 16.0 * n)
+    if cp is not None:
+        cx, cy, cz = cp.asarray(x), cp.asarray(y), cp.asarray(z)
+        k = cp.ElementwiseKernel("float32 a, float32 b, float32 c", "float32 o",
+                                 "o = max(a * b + c, 0.0f)" if relu else "o = a * b + c", "fg_fused")
+        co = k(cx, cy, cz)
+        st = timed(lambda: k(cx, cy, cz))
+        record(name, "cupy", st, rel_err(torch.as_tensor(co[:h], device=dev), want), 1e-5, (3.0 if relu else 2.0) * n, 16.0 * n)
+del x, y, z
+
+# Softmax and layer_norm.
+for r in ([1024] if QUICK else [4096, 32768]):
+    for dt, label in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+        s = fill([r, 4096], 21).to(dt)
+        w, bias = fill([4096], 22).to(dt), fill([4096], 23).to(dt)
+        tol = 1e-4 if label == "f32" else 3e-2
+        ne = r * 4096
+        sm = lambda t: torch.softmax(t, -1)
+        ln = lambda t: torch.nn.functional.layer_norm(t, (4096,), w, bias, 1e-5)
+        want_sm = torch.softmax(s[:8].double(), -1)
+        want_ln = torch.nn.functional.layer_norm(s[:8].double(), (4096,), w.double(), bias.double(), 1e-5)
+        for op, f, want, fl in (("softmax", sm, want_sm, 5.0), ("layer_norm", ln, want_ln, 8.0)):
+            for peer, g in (("torch", f), ("torch.compile", compiled(f))):
+                o = g(s)
+                st = timed(lambda: g(s))
+                record(f"{op}_{r}x4096_{label}", peer, st, rel_err(o[:8], want), tol, fl * ne, 2.0 * ne * s.element_size())
+
+# Eager dispatch and graph replay: 1000 dependent `x + 1` on 1024 f32.
+x0 = fill([1024], 41)
+
+
+def chain():
+    t = x0
+    for _ in range(1000):
+        t = t + 1.0
+    return t
+
+
+st = timed(chain, 30)
+results.append({"name": "graph_1000_small_kernels", "peer": "torch", "eager": st,
+                "eager_us_per_op": st["median_s"] / 1000 * 1e6})
+g = torch.cuda.CUDAGraph()
+s_ = torch.cuda.Stream()
+s_.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s_):
+    chain()
+torch.cuda.current_stream().wait_stream(s_)
+with torch.cuda.graph(g):
+    gout = chain()
+st_g = timed(g.replay)
+ok = bool(torch.allclose(gout, x0 + 1000.0))
+results[-1].update({"graph_replay": st_g, "graph_speedup": st["median_s"] / st_g["median_s"], "check_ok": ok})
+print(f"torch eager {st['median_s']/1000*1e6:.2f} us/op; CUDA graph {st_g['median_s']*1e3:.3f} ms vs {st['median_s']*1e3:.3f} ms", flush=True)
+
+props = torch.cuda.get_device_properties(0)
+doc = {
+    "peers": {"torch": torch.__version__, "cuda": torch.version.cuda, "cupy": getattr(cp, "__version__", None),
+              "triton": __import__("triton").__version__},
+    "gpu": {"name": props.name, "sms": props.multi_processor_count, "memory_bytes": props.total_memory},
+    "driver": os.popen("nvidia-smi --query-gpu=driver_version --format=csv,noheader").read().strip(),
+    "timing": "CUDA events around each call; 5 warm-ups; median/p10/p90 of the reps listed",
+    "results": results,
+    "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+}
+os.makedirs(os.path.dirname(OUT) or ".", exist_ok=True)
+with open(OUT, "w") as fh:
+    json.dump(doc, fh, indent=2)
+print("wrote", OUT)

@@ -1,0 +1,299 @@
+//! `fusegraph bench --suite cuda`: the CUDA backend on GPU 0. Each case is
+//! timed end to end as a user calls it (build the lazy graph, `realize`,
+//! then `synchronize` before the clock stops; 5 warm-ups, then the reps
+//! listed; median, p10, p90), checked against the f64 reference on a
+//! sample of the output in the same run, and written as JSON with the GPU's
+//! details. `bench/cuda_torch.py` times PyTorch eager, torch.compile and
+//! CuPy on the same cases on the same GPU; `bench/merge_cuda.py` joins both
+//! into `bench/results/cuda.json` with the ratios.
+
+use std::path::Path;
+use std::time::Instant;
+
+use fusegraph::cuda::{self, Precision};
+use fusegraph::CudaDevice;
+use fusegraph_core::backend::Backend;
+use fusegraph_core::{synchronize, DType, Device, Error, Result, Tensor};
+use serde_json::{json, Value};
+
+use super::measure::{check, input, stats_of, time, Check};
+
+type Build = Box<dyn Fn() -> Result<Tensor>>;
+type Verify = Box<dyn Fn(&Tensor) -> Result<Check>>;
+
+struct Case {
+    name: String,
+    what: String,
+    reps: usize,
+    precision: Precision,
+    flops: f64,
+    bytes: f64,
+    build: Build,
+    verify: Verify,
+}
+
+/// Relative error (to the largest reference magnitude) a dtype may show.
+fn tol(d: DType, p: Precision) -> f64 {
+    match (d, p) {
+        (DType::F32, Precision::Tf32) => 3e-3,
+        (DType::F32, _) => 1e-4,
+        (DType::F16, _) => 1e-2,
+        (DType::BF16, _) => 3e-2,
+        _ => 1e-9,
+    }
+}
+
+fn on(dev: &Device, shape: &[usize], seed: u64, dtype: DType) -> Result<Tensor> {
+    let t = input(shape, seed)?.to_device(dev)?.cast(dtype)?;
+    t.realize()?;
+    Ok(t)
+}
+
+fn matmul_case(dev: &Device, n: usize, dtype: DType, p: Precision, reps: usize) -> Result<Case> {
+    let (a, b) = (on(dev, &[n, n], 11, dtype)?, on(dev, &[n, n], 12, dtype)?);
+    let (a1, b1, a2, b2) = (a.clone(), b.clone(), a, b);
+    let label = match (dtype, p) {
+        (DType::F32, Precision::Tf32) => "tf32".to_string(),
+        (d, _) => d.to_string(),
+    };
+    let nf = n as f64;
+    Ok(Case {
+        name: format!("matmul_{n}_{label}"),
+        what: format!("{label} matmul {n}x{n} @ {n}x{n} (cuBLASLt)"),
+        reps,
+        precision: p,
+        flops: 2.0 * nf * nf * nf,
+        bytes: 3.0 * nf * nf * dtype.size_in_bytes() as f64,
+        build: Box::new(move || a1.matmul(&b1)),
+        verify: Box::new(move |o| check(&o.narrow(0, 0, 4)?, &a2.narrow(0, 0, 4)?.matmul(&b2)?, tol(dtype, p))),
+    })
+}
+
+fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
+    let reps = |n: usize| if quick { (n / 10).max(3) } else { n };
+    let mut v = Vec::new();
+    let sizes: &[usize] = if quick { &[512, 1024] } else { &[512, 1024, 2048, 4096] };
+    for &n in sizes {
+        v.push(matmul_case(dev, n, DType::F32, Precision::Highest, reps(100))?);
+    }
+    let big: &[usize] = if quick { &[1024] } else { &[4096, 8192] };
+    for &n in big {
+        v.push(matmul_case(dev, n, DType::F32, Precision::Tf32, reps(100))?);
+        v.push(matmul_case(dev, n, DType::F16, Precision::Highest, reps(100))?);
+        v.push(matmul_case(dev, n, DType::BF16, Precision::Highest, reps(100))?);
+    }
+    {
+        let nb = if quick { 100 } else { 1000 };
+        let (a, b) = (on(dev, &[nb, 128, 128], 13, DType::F32)?, on(dev, &[nb, 128, 128], 14, DType::F32)?);
+        let (a1, b1, a2, b2) = (a.clone(), b.clone(), a, b);
+        v.push(Case {
+            name: format!("bmm_{nb}x128x128_f32"),
+            what: format!("f32 batched matmul [{nb},128,128] @ [{nb},128,128]: one strided-batched cuBLASLt call"),
+            reps: reps(100),
+            precision: Precision::Highest,
+            flops: 2.0 * nb as f64 * 128.0f64.powi(3),
+            bytes: 3.0 * 4.0 * nb as f64 * 128.0 * 128.0,
+            build: Box::new(move || a1.matmul(&b1)),
+            verify: Box::new(move |o| {
+                check(&o.narrow(0, 0, 2)?, &a2.narrow(0, 0, 2)?.matmul(&b2.narrow(0, 0, 2)?)?, 1e-4)
+            }),
+        });
+    }
+    let n = if quick { 1 << 22 } else { 64 << 20 };
+    let (x, y, z) = (on(dev, &[n], 1, DType::F32)?, on(dev, &[n], 2, DType::F32)?, on(dev, &[n], 3, DType::F32)?);
+    for relu in [false, true] {
+        let (x1, y1, z1, x2, y2, z2) = (x.clone(), y.clone(), z.clone(), x.clone(), y.clone(), z.clone());
+        let f = move |a: &Tensor, b: &Tensor, c: &Tensor| -> Result<Tensor> {
+            let t = a.mul(b)?.add(c)?;
+            if relu {
+                t.relu()
+            } else {
+                Ok(t)
+            }
+        };
+        let h = 1 << 16;
+        v.push(Case {
+            name: format!("fused_{}64m_f32", if relu { "relu_" } else { "" }),
+            what: format!("{} over 64M f32: one generated kernel, 3 reads + 1 write", if relu { "relu(a*b+c)" } else { "a*b+c" }),
+            reps: reps(100),
+            precision: Precision::Highest,
+            flops: if relu { 3.0 } else { 2.0 } * n as f64,
+            bytes: 16.0 * n as f64,
+            build: Box::new(move || f(&x1, &y1, &z1)),
+            verify: Box::new(move |o| {
+                check(&o.narrow(0, 0, h)?, &f(&x2.narrow(0, 0, h)?, &y2.narrow(0, 0, h)?, &z2.narrow(0, 0, h)?)?, 1e-5)
+            }),
+        });
+    }
+    drop((x, y, z));
+    let rows: &[usize] = if quick { &[1024] } else { &[4096, 32768] };
+    for &r in rows {
+        for dtype in [DType::F32, DType::BF16] {
+            let s = on(dev, &[r, 4096], 21, dtype)?;
+            let w = on(dev, &[4096], 22, dtype)?;
+            let bi = on(dev, &[4096], 23, dtype)?;
+            let ne = (r * 4096) as f64;
+            let es = dtype.size_in_bytes() as f64;
+            let (s1, s2) = (s.clone(), s.clone());
+            v.push(Case {
+                name: format!("softmax_{r}x4096_{dtype}"),
+                what: format!("softmax over the last axis of {r}x4096 {dtype}: one generated row kernel"),
+                reps: reps(100),
+                precision: Precision::Highest,
+                flops: 5.0 * ne,
+                bytes: 2.0 * es * ne,
+                build: Box::new(move || s1.softmax(-1)),
+                verify: Box::new(move |o| check(&o.narrow(0, 0, 8)?, &s2.narrow(0, 0, 8)?.softmax(-1)?, tol(dtype, Precision::Highest))),
+            });
+            let (s1, w1, b1) = (s.clone(), w.clone(), bi.clone());
+            let (s2, w2, b2) = (s, w, bi);
+            v.push(Case {
+                name: format!("layer_norm_{r}x4096_{dtype}"),
+                what: format!("layer_norm (weight, bias, eps 1e-5) over the last axis of {r}x4096 {dtype}"),
+                reps: reps(100),
+                precision: Precision::Highest,
+                flops: 8.0 * ne,
+                bytes: 2.0 * es * ne,
+                build: Box::new(move || s1.layer_norm(1, Some(&w1), Some(&b1), 1e-5)),
+                verify: Box::new(move |o| {
+                    check(&o.narrow(0, 0, 8)?, &s2.narrow(0, 0, 8)?.layer_norm(1, Some(&w2), Some(&b2), 1e-5)?, tol(dtype, Precision::Highest))
+                }),
+            });
+        }
+    }
+    Ok(v)
+}
+
+/// 1000 small dependent kernels (`x + 1` on 1024 f32, each realized on its
+/// own): per-op eager dispatch, and the same chain as a replayed CUDA graph.
+fn dispatch_and_graph(dev: &Device, quick: bool) -> Result<(Value, bool)> {
+    let ops = 1000;
+    let x0 = on(dev, &[1024], 41, DType::F32)?;
+    let start: Vec<f32> = x0.to_vec()?;
+    let chain = |x: &Tensor| -> Result<Tensor> {
+        let mut x = x.clone();
+        for _ in 0..ops {
+            x = x.add_scalar(1.0)?;
+            x.realize()?;
+        }
+        Ok(x)
+    };
+    let reps = if quick { 5 } else { 30 };
+    let eager = time(3, reps, || {
+        chain(&x0)?;
+        synchronize(*dev)
+    })?;
+    // Host-side cost alone: the same loop without waiting for the GPU.
+    let mut host = Vec::new();
+    for _ in 0..reps {
+        let t = Instant::now();
+        let y = chain(&x0)?;
+        host.push(t.elapsed().as_secs_f64());
+        drop(y);
+        synchronize(*dev)?;
+    }
+    let host = stats_of(0, host);
+    let step = cuda::capture(dev, || chain(&x0))?;
+    let graph = time(5, 100, || {
+        step.replay()?;
+        synchronize(*dev)
+    })?;
+    step.replay()?;
+    let got: Vec<f32> = step.value().to_vec()?;
+    let ok = got.iter().zip(&start).all(|(g, s)| (g - (s + ops as f32)).abs() <= 1e-3 * (s.abs() + ops as f32));
+    let per_op_us = eager.median_s / ops as f64 * 1e6;
+    let speedup = eager.median_s / graph.median_s;
+    eprintln!(
+        "eager dispatch: {per_op_us:.2} us/op end to end ({:.2} us/op host-side); graph of {} nodes: {:.3} ms vs {:.3} ms eager = {speedup:.1}x  {}",
+        host.median_s / ops as f64 * 1e6,
+        step.kernels(),
+        graph.median_s * 1e3,
+        eager.median_s * 1e3,
+        if ok { "ok" } else { "FAILED" }
+    );
+    Ok((
+        json!({
+            "name": "graph_1000_small_kernels",
+            "what": "1000 dependent `x + 1` kernels on 1024 f32, each realized on its own: eager (one launch each) vs one replay of the captured CUDA graph",
+            "ops": ops,
+            "eager": eager,
+            "eager_host_only": host,
+            "eager_us_per_op": per_op_us,
+            "eager_host_us_per_op": host.median_s / ops as f64 * 1e6,
+            "graph_replay": graph,
+            "graph_nodes": step.kernels(),
+            "graph_speedup": speedup,
+            "check_ok": ok,
+        }),
+        ok,
+    ))
+}
+
+pub fn run(out: &Path, quick: bool) -> Result<bool> {
+    let dev = Device::cuda(0)?;
+    let be = cuda::backend_of(&dev)?;
+    eprintln!("device: {}", be.describe());
+    let warmup = 5;
+    let mut results = Vec::new();
+    let mut all_ok = true;
+    for case in cases(&dev, quick)? {
+        cuda::set_matmul_precision(case.precision);
+        let st = time(warmup, case.reps, || {
+            (case.build)()?.realize()?;
+            synchronize(dev)
+        })?;
+        let o = (case.build)()?;
+        o.realize()?;
+        let chk = (case.verify)(&o)?;
+        drop(o);
+        cuda::set_matmul_precision(Precision::Highest);
+        all_ok &= chk.ok;
+        let t = st.median_s;
+        eprintln!(
+            "{:<28} {:>9.3} ms (p10 {:.3}, p90 {:.3})  {:>8.1} TFLOP/s {:>7.0} GB/s  err {:.1e} {}",
+            case.name,
+            t * 1e3,
+            st.p10_s * 1e3,
+            st.p90_s * 1e3,
+            case.flops / t / 1e12,
+            case.bytes / t / 1e9,
+            chk.max_err_rel_to_max,
+            if chk.ok { "ok" } else { "FAILED" }
+        );
+        results.push(json!({
+            "name": case.name,
+            "what": case.what,
+            "stats": st,
+            "flops": case.flops,
+            "bytes": case.bytes,
+            "tflops": case.flops / t / 1e12,
+            "gbps": case.bytes / t / 1e9,
+            "check": chk,
+        }));
+    }
+    let (g, ok) = dispatch_and_graph(&dev, quick)?;
+    all_ok &= ok;
+    let (compiles, disk_hits) = cuda::nvrtc::compile_stats();
+    let doc = json!({
+        "suite": "cuda",
+        "quick": quick,
+        "timing": format!("end-to-end: build the lazy graph, realize, synchronize; {warmup} warm-ups, then the reps listed; median, p10, p90"),
+        "device": be.describe(),
+        "nvrtc": { "compiles": compiles, "disk_cache_hits": disk_hits, "cache_dir": cuda::nvrtc::cache_dir().map(|p| p.display().to_string()) },
+        "cases": results,
+        "graph": g,
+    });
+    let io = |e: std::io::Error| Error::Backend {
+        op: "bench",
+        message: format!("{}: {e}", out.display()),
+    };
+    if let Some(p) = out.parent() {
+        std::fs::create_dir_all(p).map_err(io)?;
+    }
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| Error::Backend {
+        op: "bench",
+        message: e.to_string(),
+    })?;
+    std::fs::write(out, text).map_err(io)?;
+    Ok(all_ok)
+}

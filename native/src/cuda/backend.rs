@@ -1,0 +1,264 @@
+//! The CUDA device behind `Device::Cuda(n)`: its context, one stream for all
+//! kernels and copies (so the caching allocator may reuse memory in stream
+//! order), the kernel and cuBLASLt caches, and the core's `Backend` trait.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::driver::{result, sys, CudaContext, CudaStream};
+use fusegraph_core::backend::cpu::CpuStorage;
+use fusegraph_core::backend::{Backend, Storage};
+use fusegraph_core::schedule::Schedule;
+use fusegraph_core::{DType, Device, Error, Limits, Result};
+
+use super::alloc::{CudaBuffer, Pool};
+use super::blas::{Blas, WORKSPACE_BYTES};
+use super::kernels::KernelCache;
+use super::{error, exec, loader, nvrtc};
+
+/// One opened CUDA GPU.
+pub struct CudaBackend {
+    pub(crate) ordinal: usize,
+    pub(crate) name: String,
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    pub(crate) pool: Arc<Pool>,
+    pub(crate) kernels: KernelCache,
+    /// `None` when cuBLASLt is not installed: matmuls use generated kernels.
+    pub(crate) blas: Option<Blas>,
+    /// Serialises launches and the caches' descriptors across threads.
+    pub(crate) lock: Mutex<()>,
+    pub(crate) capturing: AtomicBool,
+    pub(crate) arch: u32,
+    describe: String,
+}
+
+fn unavailable(n: usize, why: String) -> Error {
+    Error::DeviceUnavailable {
+        op: "Device::cuda",
+        device: format!("cuda:{n}"),
+        why,
+    }
+}
+
+impl CudaBackend {
+    /// Opens GPU `n`: driver, context, stream, NVRTC check, cuBLASLt.
+    pub fn open(n: usize) -> Result<Arc<CudaBackend>> {
+        if !loader::driver_present() {
+            return Err(unavailable(n, "no CUDA driver (libcuda.so) on this machine".into()));
+        }
+        let count = {
+            result::init().map_err(|e| unavailable(n, format!("cuInit failed: {e:?}")))?;
+            result::device::get_count().map_err(|e| unavailable(n, format!("{e:?}")))?
+        };
+        if n >= count.max(0) as usize {
+            return Err(unavailable(n, format!("{count} CUDA device(s) found")));
+        }
+        // NVRTC is required: every non-matmul kernel is generated.
+        nvrtc::nvrtc_version().map_err(|e| unavailable(n, e.to_string()))?;
+        let dev = format!("cuda:{n}");
+        let ctx = CudaContext::new(n).map_err(|e| unavailable(n, format!("{e:?}")))?;
+        // One stream, so our own buffers need no cross-stream tracking.
+        // SAFETY: fusegraph orders every access to its buffers on one stream.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(|e| error::driver("Device::cuda", &dev, e))?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(|e| error::driver("Device::cuda", &dev, e))?;
+        let arch = (major * 10 + minor) as u32;
+        let name = ctx.name().unwrap_or_else(|_| "CUDA GPU".into());
+        let sms = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .unwrap_or(0);
+        let mem = ctx.total_mem().unwrap_or(0);
+        let mut driver = 0i32;
+        // SAFETY: an out-pointer to a live local.
+        unsafe { sys::cuDriverGetVersion(&mut driver) };
+        let (rm, rn) = nvrtc::nvrtc_version().unwrap_or((0, 0));
+        let pool = Pool::new(dev.clone());
+        let blas = if loader::cublaslt_present() {
+            let ws = pool.alloc(WORKSPACE_BYTES, &|| Ok(()))?;
+            Some(Blas::new(ws, dev.clone())?)
+        } else {
+            None
+        };
+        let describe = format!(
+            "{name} (sm_{arch}, {sms} SMs, {:.0} GiB, CUDA driver {}.{}, NVRTC {rm}.{rn}, cuBLASLt {})",
+            mem as f64 / (1u64 << 30) as f64,
+            driver / 1000,
+            (driver % 1000) / 10,
+            if blas.is_some() { "loaded" } else { "not found" }
+        );
+        Ok(Arc::new(CudaBackend {
+            ordinal: n,
+            name: dev.clone(),
+            ctx,
+            stream,
+            pool,
+            kernels: KernelCache::new(arch, dev),
+            blas,
+            lock: Mutex::new(()),
+            capturing: AtomicBool::new(false),
+            arch,
+            describe,
+        }))
+    }
+
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| error::driver("cuda", &self.name, e))
+    }
+
+    pub(crate) fn guard(&self) -> MutexGuard<'_, ()> {
+        self.lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn cu_stream(&self) -> sys::CUstream {
+        self.stream.cu_stream()
+    }
+
+    /// Waits for the stream (refused while a graph is being captured).
+    pub(crate) fn sync_stream(&self) -> Result<()> {
+        if self.capturing.load(Ordering::Relaxed) {
+            return Err(Error::Backend {
+                op: "cuda synchronize",
+                message: "cannot wait for the device while a CUDA graph is being captured".into(),
+            });
+        }
+        // SAFETY: our live stream.
+        unsafe { result::stream::synchronize(self.cu_stream()) }
+            .map_err(|e| error::driver("cuda synchronize", &self.name, e))
+    }
+
+    /// A pool buffer of `bytes` (the context must be current).
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<CudaBuffer> {
+        let capturing = self.capturing.load(Ordering::Relaxed);
+        self.pool.alloc(bytes, &|| {
+            if capturing {
+                Ok(())
+            } else {
+                self.sync_stream()
+            }
+        })
+    }
+
+    /// The device pointer behind a storage of this device.
+    pub(crate) fn ptr_of(&self, s: &Storage) -> Result<u64> {
+        match s {
+            Storage::Device { device, buffer, .. } if *device == Device::Cuda(self.ordinal) => buffer
+                .as_any()
+                .downcast_ref::<CudaBuffer>()
+                .map(|b| b.ptr())
+                .ok_or_else(|| Error::Backend {
+                    op: "cuda",
+                    message: format!("a {device} storage that is not a CUDA buffer"),
+                }),
+            other => Err(Error::DeviceMismatch {
+                op: "cuda execute",
+                lhs: self.name.clone(),
+                rhs: other.device().name(),
+            }),
+        }
+    }
+
+    /// (bytes the pool holds, bytes of it cached for reuse).
+    pub fn memory_stats(&self) -> (usize, usize) {
+        self.pool.stats()
+    }
+
+    /// The compute capability as `major * 10 + minor` (90 on H100/H200).
+    pub fn arch(&self) -> u32 {
+        self.arch
+    }
+}
+
+fn bytes_of(s: &CpuStorage) -> &[u8] {
+    fusegraph_core::with_storage!(s, |v| {
+        // SAFETY: every storage element type is plain data (bool is one
+        // byte holding 0 or 1); the byte view covers exactly the vector.
+        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v.as_slice())) }
+    })
+}
+
+fn bytes_of_mut(s: &mut CpuStorage) -> &mut [u8] {
+    fusegraph_core::with_storage!(s, |v| {
+        // SAFETY: as in `bytes_of`; the device only ever holds 0 or 1 in a
+        // bool buffer (kernels store `v ? 1 : 0`), so the bytes stay valid.
+        unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of_val(v.as_slice())) }
+    })
+}
+
+impl Backend for CudaBackend {
+    fn device(&self) -> Device {
+        Device::Cuda(self.ordinal)
+    }
+
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    fn limits(&self) -> Limits {
+        // CUDA kernels take any number of pointer parameters; the CPU's
+        // limit keeps kernels (and their compile times) the same size.
+        Limits::cpu()
+    }
+
+    fn upload(&self, data: &CpuStorage) -> Result<Storage> {
+        let _g = self.guard();
+        self.bind()?;
+        let bytes = bytes_of(data);
+        let buf = self.alloc(bytes.len())?;
+        if !bytes.is_empty() {
+            // SAFETY: the buffer holds at least `bytes.len()` bytes; a pageable
+            // source is staged by the driver before the call returns.
+            unsafe { result::memcpy_htod_async(buf.ptr(), bytes, self.cu_stream()) }
+                .map_err(|e| error::driver("cuda upload", &self.name, e))?;
+        }
+        Ok(Storage::Device {
+            device: self.device(),
+            dtype: data.dtype(),
+            len: data.len(),
+            buffer: Box::new(buf),
+        })
+    }
+
+    fn download(&self, data: &Storage) -> Result<CpuStorage> {
+        let _g = self.guard();
+        self.bind()?;
+        let ptr = self.ptr_of(data)?;
+        let mut out = CpuStorage::zeros(data.dtype(), data.len());
+        {
+            let dst = bytes_of_mut(&mut out);
+            if !dst.is_empty() {
+                if self.capturing.load(Ordering::Relaxed) {
+                    return Err(Error::Backend {
+                        op: "cuda download",
+                        message: "cannot read a tensor back while a CUDA graph is being captured".into(),
+                    });
+                }
+                // SAFETY: the device buffer holds at least `dst.len()` bytes.
+                unsafe { result::memcpy_dtoh_async(dst, ptr, self.cu_stream()) }
+                    .map_err(|e| error::driver("cuda download", &self.name, e))?;
+            }
+        }
+        self.sync_stream()?;
+        Ok(out)
+    }
+
+    fn execute(&self, schedule: &Schedule, leaves: &[Arc<Storage>]) -> Result<Vec<Arc<Storage>>> {
+        let _g = self.guard();
+        self.bind()?;
+        exec::execute(self, schedule, leaves)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.bind()?;
+        self.sync_stream()
+    }
+}
+
+/// Bytes of `len` elements of `dtype`.
+pub(crate) fn nbytes(dtype: DType, len: usize) -> usize {
+    dtype.size_in_bytes() * len
+}

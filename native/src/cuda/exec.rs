@@ -1,0 +1,104 @@
+//! Runs a schedule on a CUDA device: the CPU executor's structure (slots,
+//! steps, outputs, the profiler hook) with device buffers from the caching
+//! allocator, matmuls through cuBLASLt and everything else as generated
+//! kernels. Nothing here waits for the device, except that the profiler,
+//! when on, synchronizes after each kernel so its times are real.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use fusegraph_core::backend::Storage;
+use fusegraph_core::schedule::{Body, BufRef, Kernel, Schedule};
+use fusegraph_core::{Device, Error, Result};
+
+use super::alloc::CudaBuffer;
+use super::backend::{nbytes, CudaBackend};
+use super::blas::Blas;
+use super::kernels::launch;
+
+/// Launches one kernel; `ptrs` are its arguments followed by its output.
+fn run_kernel(be: &CudaBackend, k: &Arc<Kernel>, ptrs: &mut Vec<u64>) -> Result<()> {
+    if k.out_numel() == 0 {
+        return Ok(());
+    }
+    if let (Body::Matmul(_), Some(blas)) = (&k.body, &be.blas) {
+        if let Some(g) = blas.gemm(k, ptrs)? {
+            let out = *ptrs.last().unwrap_or(&0);
+            return match &g.epilogue {
+                None => blas.run(&g, ptrs, out, be.cu_stream()),
+                Some(ep) => {
+                    // Product to scratch, then the generated epilogue reads it.
+                    let scratch = be.alloc(Blas::scratch_bytes(&g))?;
+                    blas.run(&g, ptrs, scratch.ptr(), be.cu_stream())?;
+                    let l = be.kernels.get(ep)?;
+                    ptrs.insert(ptrs.len() - 1, scratch.ptr());
+                    launch(&l, ptrs, be.cu_stream(), &be.name)
+                }
+            };
+        }
+    }
+    let l = be.kernels.get(k)?;
+    launch(&l, ptrs, be.cu_stream(), &be.name)
+}
+
+fn missing(what: &str) -> Error {
+    Error::Backend {
+        op: "cuda execute",
+        message: format!("{what} was not computed"),
+    }
+}
+
+pub(crate) fn execute(be: &CudaBackend, s: &Schedule, leaves: &[Arc<Storage>]) -> Result<Vec<Arc<Storage>>> {
+    let leaf_ptrs: Vec<u64> = leaves.iter().map(|l| be.ptr_of(l)).collect::<Result<_>>()?;
+    let mut slots: Vec<Option<CudaBuffer>> = (0..s.plan.slots.len()).map(|_| None).collect();
+    let profiling = fusegraph_core::profile::enabled() && !be.capturing.load(Ordering::Relaxed);
+    let mut ptrs: Vec<u64> = Vec::with_capacity(8);
+    for step in &s.steps {
+        let info = s.plan.slots.get(step.out).ok_or_else(|| missing("an output slot"))?;
+        if slots[step.out].is_none() {
+            slots[step.out] = Some(be.alloc(nbytes(info.dtype, info.len))?);
+        }
+        ptrs.clear();
+        for a in &step.args {
+            ptrs.push(match a {
+                BufRef::Leaf(l) => *leaf_ptrs.get(*l).ok_or_else(|| missing("a leaf"))?,
+                BufRef::Slot(i) => slots
+                    .get(*i)
+                    .and_then(|b| b.as_ref())
+                    .map(|b| b.ptr())
+                    .ok_or_else(|| missing("a kernel argument"))?,
+            });
+        }
+        ptrs.push(slots[step.out].as_ref().map(|b| b.ptr()).unwrap_or(0));
+        fusegraph_core::profile::time_kernel(&step.kernel, || {
+            run_kernel(be, &step.kernel, &mut ptrs)?;
+            if profiling {
+                be.sync_stream()?;
+            }
+            Ok::<(), Error>(())
+        })?;
+    }
+    let device = Device::Cuda(be.ordinal);
+    let mut done: Vec<Option<Arc<Storage>>> = vec![None; slots.len()];
+    s.outputs
+        .iter()
+        .map(|o| match o.buf {
+            BufRef::Leaf(l) => leaves.get(l).cloned().ok_or_else(|| missing("a leaf output")),
+            BufRef::Slot(i) => {
+                if done[i].is_none() {
+                    let info = &s.plan.slots[i];
+                    done[i] = slots[i].take().map(|b| {
+                        Arc::new(Storage::Device {
+                            device,
+                            dtype: info.dtype,
+                            len: info.len,
+                            buffer: Box::new(b),
+                        })
+                    });
+                }
+                done[i].clone().ok_or_else(|| missing("an output"))
+            }
+        })
+        .collect()
+    // Intermediate slots drop here and return to the pool, in stream order.
+}

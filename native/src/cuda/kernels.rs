@@ -1,0 +1,148 @@
+//! Generated kernels ready to launch: render once, compile once (NVRTC or
+//! the disk cache), load once. Lookups go first by the address of the
+//! schedule's `Arc<Kernel>` (schedules are cached, so an eager op finds its
+//! launch without hashing), then by `codegen::kernel_hash` (the same kernel
+//! in another schedule).
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{result, sys};
+use fusegraph_core::codegen::{kernel_hash, render, RenderOptions};
+use fusegraph_core::schedule::Kernel;
+use fusegraph_core::{Error, Result};
+
+use super::{error, nvrtc};
+
+/// A loaded kernel and its launch shape.
+pub(crate) struct Launch {
+    pub(crate) func: sys::CUfunction,
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) name: String,
+    /// Parameters the kernel takes (args, then the output).
+    pub(crate) params: usize,
+}
+
+// SAFETY: a CUfunction is an immutable handle that the driver lets any
+// thread launch; modules are never unloaded while the backend lives.
+unsafe impl Send for Launch {}
+unsafe impl Sync for Launch {}
+
+#[derive(Default)]
+struct Maps {
+    by_addr: HashMap<usize, (Arc<Kernel>, Arc<Launch>)>,
+    by_hash: HashMap<u64, Arc<Launch>>,
+}
+
+/// The in-memory module cache of one device.
+pub(crate) struct KernelCache {
+    maps: Mutex<Maps>,
+    arch: u32,
+    device: String,
+}
+
+/// Entries kept by address at most before that map starts over (schedules
+/// of endless distinct shapes must not grow it without bound).
+const ADDR_CAPACITY: usize = 8192;
+
+impl KernelCache {
+    pub(crate) fn new(arch: u32, device: String) -> Self {
+        KernelCache {
+            maps: Mutex::new(Maps::default()),
+            arch,
+            device,
+        }
+    }
+
+    fn maps(&self) -> std::sync::MutexGuard<'_, Maps> {
+        self.maps.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The launch of `k` (the context must be current).
+    pub(crate) fn get(&self, k: &Arc<Kernel>) -> Result<Arc<Launch>> {
+        let addr = Arc::as_ptr(k) as usize;
+        if let Some((_, l)) = self.maps().by_addr.get(&addr) {
+            return Ok(l.clone());
+        }
+        let launch = self.by_hash(k)?;
+        let mut m = self.maps();
+        if m.by_addr.len() >= ADDR_CAPACITY {
+            m.by_addr.clear();
+        }
+        // The entry keeps the kernel alive, so its address cannot be reused.
+        m.by_addr.insert(addr, (k.clone(), launch.clone()));
+        Ok(launch)
+    }
+
+    fn by_hash(&self, k: &Kernel) -> Result<Arc<Launch>> {
+        let h = kernel_hash(k);
+        if let Some(l) = self.maps().by_hash.get(&h) {
+            return Ok(l.clone());
+        }
+        let r = render(k, &RenderOptions::cuda())?;
+        let bin = nvrtc::cubin(&r.name, &r.source, self.arch)?;
+        let func = load(&bin, &r.entry, &self.device)?;
+        let launch = Arc::new(Launch {
+            func,
+            grid: r.dispatch,
+            block: r.workgroup_size,
+            name: r.name,
+            params: r.bindings.len(),
+        });
+        self.maps().by_hash.insert(h, launch.clone());
+        Ok(launch)
+    }
+}
+
+/// Loads a CUBIN and finds `entry` in it.
+pub(crate) fn load(bin: &[u8], entry: &str, device: &str) -> Result<sys::CUfunction> {
+    let name = CString::new(entry).map_err(|_| Error::Backend {
+        op: "cuda load",
+        message: format!("entry point {entry:?} contains a NUL byte"),
+    })?;
+    // SAFETY: `bin` is a complete CUBIN image that outlives the call (the
+    // driver copies it); the module is kept for the life of the process.
+    unsafe {
+        let module = result::module::load_data(bin.as_ptr() as *const c_void)
+            .map_err(|e| error::driver("cuda load", device, e))?;
+        result::module::get_function(module, name)
+            .map_err(|e| error::driver("cuda load", device, e))
+    }
+}
+
+/// Launches `l` on `stream` with `ptrs` as its buffer parameters.
+pub(crate) fn launch(
+    l: &Launch,
+    ptrs: &mut [sys::CUdeviceptr],
+    stream: sys::CUstream,
+    device: &str,
+) -> Result<()> {
+    if l.grid.contains(&0) {
+        return Ok(());
+    }
+    if ptrs.len() != l.params {
+        return Err(Error::Backend {
+            op: "cuda launch",
+            message: format!("{}: {} buffers for {} parameters", l.name, ptrs.len(), l.params),
+        });
+    }
+    let mut params: Vec<*mut c_void> = ptrs
+        .iter_mut()
+        .map(|p| p as *mut sys::CUdeviceptr as *mut c_void)
+        .collect();
+    // SAFETY: the function takes exactly these pointer parameters (checked
+    // above); each points into a buffer sized for the kernel's accesses.
+    unsafe {
+        result::launch_kernel(
+            l.func,
+            (l.grid[0], l.grid[1], l.grid[2]),
+            (l.block[0], l.block[1], l.block[2]),
+            0,
+            stream,
+            &mut params,
+        )
+    }
+    .map_err(|e| error::driver("cuda launch", device, e))
+}
