@@ -3,6 +3,8 @@
 pub mod bench;
 #[cfg(feature = "cuda")]
 pub mod bench_cuda;
+#[cfg(feature = "wgpu")]
+pub mod bench_wgpu;
 pub mod demo;
 pub mod measure;
 pub mod profile;
@@ -64,6 +66,10 @@ pub enum Command {
 pub enum Suite {
     /// CPU fast path: matmul, fused elementwise, broadcasts, reductions, overhead.
     Cpu,
+    /// The wgpu backend (feature `wgpu`): matmul, fused elementwise, softmax,
+    /// small-op overhead; JSON to bench/results/wgpu_fusegraph.json by default.
+    #[cfg(feature = "wgpu")]
+    Wgpu,
     /// The CUDA backend (feature `cuda`): cuBLASLt matmuls, fused elementwise,
     /// softmax, layer_norm, dispatch and graph replay; JSON to
     /// bench/results/cuda_fusegraph.json by default.
@@ -81,6 +87,16 @@ pub fn run(cli: Cli) -> fusegraph_core::Result<bool> {
         Command::Bench { suite, out, quick } => {
             let name = match suite {
                 Suite::Cpu => "cpu",
+                #[cfg(feature = "wgpu")]
+                Suite::Wgpu => {
+                    let default = std::path::Path::new("bench/results/cpu.json");
+                    let out = if out == default {
+                        PathBuf::from("bench/results/wgpu_fusegraph.json")
+                    } else {
+                        out
+                    };
+                    return bench_wgpu::run(&out, quick);
+                }
                 #[cfg(feature = "cuda")]
                 Suite::Cuda => {
                     let default = std::path::Path::new("bench/results/cpu.json");

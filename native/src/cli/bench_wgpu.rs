@@ -1,0 +1,237 @@
+//! `fusegraph bench --suite wgpu`: the wgpu backend on whatever adapter
+//! opens (Vulkan on a GPU, lavapipe on a CPU). Each case is timed end to end
+//! as a user calls it (build the lazy graph, `realize`, then
+//! `synchronize(Device::Wgpu)` before the clock stops), checked against the
+//! f64 reference in the same run, and written as JSON with the adapter's
+//! name and granted limits. `bench/wgpu_torch.py` times PyTorch on the same
+//! cases on the same GPU and merges both into `bench/results/wgpu.json`.
+
+use std::path::Path;
+
+use fusegraph_core::backend::wgpu::open_blocking;
+use fusegraph_core::backend::Backend;
+use fusegraph_core::{synchronize, Device, Error, Result, Tensor};
+use serde_json::{json, Value};
+
+use super::measure::{check, cost, input, time, Check};
+
+/// Relative tolerance (to the largest reference magnitude) for f32 results.
+const TOL: f64 = 1e-4;
+
+type Build = Box<dyn Fn() -> Result<Tensor>>;
+type Verify = Box<dyn Fn(&Tensor) -> Result<Check>>;
+
+struct Case {
+    name: &'static str,
+    what: &'static str,
+    reps: usize,
+    /// FLOPs and bytes of the operation itself (minimum traffic), for rates.
+    flops: f64,
+    bytes: f64,
+    build: Build,
+    verify: Verify,
+}
+
+fn on_gpu(shape: &[usize], seed: u64) -> Result<Tensor> {
+    let t = input(shape, seed)?.to_device(&Device::Wgpu)?;
+    t.realize()?;
+    Ok(t)
+}
+
+/// The first `n` elements of a flat tensor (what a check compares).
+fn head(t: &Tensor, n: usize) -> Result<Tensor> {
+    t.narrow(0, 0, n)
+}
+
+fn cases(quick: bool) -> Result<Vec<Case>> {
+    let big = if quick { 1 << 22 } else { 64 << 20 };
+    let mm = if quick { 1024 } else { 4096 };
+    let sm = if quick { 1024 } else { 4096 };
+    let reps = |n: usize| if quick { (n / 10).max(3) } else { n };
+    let (x, y, z) = (on_gpu(&[big], 1)?, on_gpu(&[big], 2)?, on_gpu(&[big], 3)?);
+    let (a, b) = (on_gpu(&[mm, mm], 11)?, on_gpu(&[mm, mm], 12)?);
+    let s = on_gpu(&[sm, sm], 21)?;
+    let tiny = on_gpu(&[16], 31)?;
+    let nb = big as f64;
+    let mut v = Vec::new();
+    {
+        let (x1, x2) = (x.clone(), x.clone());
+        v.push(Case {
+            name: "copy_64m_f32",
+            what: "y = -x over 64M f32 (a copy with one op: read + write)",
+            reps: reps(100),
+            flops: nb,
+            bytes: 8.0 * nb,
+            build: Box::new(move || x1.neg()),
+            verify: Box::new(move |o| check(&head(o, 1 << 16)?, &head(&x2, 1 << 16)?.neg()?, TOL)),
+        });
+    }
+    {
+        let (x1, y1, z1) = (x.clone(), y.clone(), z.clone());
+        let (x2, y2, z2) = (x.clone(), y.clone(), z.clone());
+        v.push(Case {
+            name: "fused3_64m_f32",
+            what: "relu(x * y + z) over 64M f32: one fused kernel, 3 reads + 1 write",
+            reps: reps(100),
+            flops: 3.0 * nb,
+            bytes: 16.0 * nb,
+            build: Box::new(move || x1.mul(&y1)?.add(&z1)?.relu()),
+            verify: Box::new(move |o| {
+                let n = 1 << 16;
+                check(
+                    &head(o, n)?,
+                    &head(&x2, n)?
+                        .mul(&head(&y2, n)?)?
+                        .add(&head(&z2, n)?)?
+                        .relu()?,
+                    TOL,
+                )
+            }),
+        });
+    }
+    {
+        let (s1, s2) = (s.clone(), s.clone());
+        let n = sm as f64 * sm as f64;
+        v.push(Case {
+            name: "softmax_4096x4096_f32",
+            what: "softmax over the last axis of 4096x4096 f32: one row kernel",
+            reps: reps(100),
+            flops: 5.0 * n,
+            bytes: 8.0 * n,
+            build: Box::new(move || s1.softmax(-1)),
+            verify: Box::new(move |o| {
+                check(&o.narrow(0, 0, 8)?, &s2.narrow(0, 0, 8)?.softmax(-1)?, TOL)
+            }),
+        });
+    }
+    {
+        let (a1, b1, a2, b2) = (a.clone(), b.clone(), a.clone(), b.clone());
+        let n = mm as f64;
+        v.push(Case {
+            name: "matmul_4096_f32",
+            what: "f32 matmul 4096x4096 @ 4096x4096 (shaders/matmul.wgsl)",
+            reps: reps(50),
+            flops: 2.0 * n * n * n,
+            bytes: 12.0 * n * n,
+            build: Box::new(move || a1.matmul(&b1)),
+            verify: Box::new(move |o| {
+                check(&o.narrow(0, 0, 8)?, &a2.narrow(0, 0, 8)?.matmul(&b2)?, TOL)
+            }),
+        });
+    }
+    {
+        let (t1, t2) = (tiny.clone(), tiny.clone());
+        v.push(Case {
+            name: "chain100_tiny",
+            what: "100 elementwise ops on 16 f32, built and realized as one graph (small-op overhead)",
+            reps: reps(100),
+            flops: 100.0 * 16.0,
+            bytes: 128.0,
+            build: Box::new(move || chain(&t1)),
+            verify: Box::new(move |o| check(o, &chain(&t2)?, TOL)),
+        });
+    }
+    Ok(v)
+}
+
+/// 100 cheap ops (a bounded mix, so values stay finite).
+fn chain(t: &Tensor) -> Result<Tensor> {
+    let mut x = t.clone();
+    for i in 0..100 {
+        x = match i % 4 {
+            0 => x.mul_scalar(0.9)?,
+            1 => x.add_scalar(0.1)?,
+            2 => x.tanh()?,
+            _ => x.sub_scalar(0.05)?,
+        };
+    }
+    Ok(x)
+}
+
+pub fn run(out: &Path, quick: bool) -> Result<bool> {
+    let be = open_blocking()?;
+    let details = be.details();
+    eprintln!("adapter: {}", be.describe());
+    let limits = be.limits();
+    let warmup = if quick { 2 } else { 5 };
+    let mut results = Vec::new();
+    let mut all_ok = true;
+    for case in cases(quick)? {
+        let probe = (case.build)()?;
+        let c = cost(&probe, &limits)?;
+        let st = time(warmup, case.reps, || {
+            (case.build)()?.realize()?;
+            synchronize(Device::Wgpu)
+        })?;
+        let out = (case.build)()?;
+        out.realize()?;
+        let chk = (case.verify)(&out)?;
+        all_ok &= chk.ok;
+        let t = st.median_s;
+        eprintln!(
+            "{:<24} {:>10.3} ms  (p10 {:.3}, p90 {:.3}, {} reps)  {:>9.1} GFLOP/s {:>8.1} GB/s  {} kernel(s)  err {:.1e} {}",
+            case.name,
+            t * 1e3,
+            st.p10_s * 1e3,
+            st.p90_s * 1e3,
+            st.reps,
+            case.flops / t / 1e9,
+            case.bytes / t / 1e9,
+            c.kernels,
+            chk.max_err_rel_to_max,
+            if chk.ok { "ok" } else { "FAILED" }
+        );
+        results.push(json!({
+            "name": case.name,
+            "what": case.what,
+            "stats": st,
+            "kernels": c.kernels,
+            "flops": case.flops,
+            "bytes": case.bytes,
+            "gflops": case.flops / t / 1e9,
+            "gbps": case.bytes / t / 1e9,
+            "check": chk,
+        }));
+    }
+    let doc = json!({
+        "suite": "wgpu",
+        "quick": quick,
+        "timing": format!("end-to-end: build the lazy graph, realize, synchronize(Device::Wgpu); {warmup} warm-up runs, then the reps listed; median, p10, p90"),
+        "adapter": {
+            "name": details.name,
+            "backend": details.backend,
+            "device_type": details.device_type,
+            "driver": details.driver,
+            "shader_f16": details.shader_f16,
+        },
+        "limits": {
+            "max_storage_buffers_per_shader_stage": details.max_storage_buffers_per_shader_stage,
+            "max_storage_buffer_binding_size": details.max_storage_buffer_binding_size,
+            "max_buffer_size": details.max_buffer_size,
+            "max_compute_workgroup_storage_size": details.max_compute_workgroup_storage_size,
+            "max_compute_invocations_per_workgroup": details.max_compute_invocations_per_workgroup,
+            "max_compute_workgroups_per_dimension": details.max_compute_workgroups_per_dimension,
+            "fusion_max_kernel_args": limits.max_kernel_args,
+        },
+        "cases": results,
+    });
+    write_json(out, &doc)?;
+    Ok(all_ok)
+}
+
+fn write_json(out: &Path, doc: &Value) -> Result<()> {
+    let io = |e: std::io::Error| Error::Backend {
+        op: "bench",
+        message: format!("{}: {e}", out.display()),
+    };
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let text = serde_json::to_string_pretty(doc).map_err(|e| Error::Backend {
+        op: "bench",
+        message: e.to_string(),
+    })?;
+    std::fs::write(out, text + "\n").map_err(io)?;
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
