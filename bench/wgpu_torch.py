@@ -99,9 +99,17 @@ def main():
     with open(args.fusegraph) as f:
         fg = json.load(f)
     by = {c["name"]: c for c in fg["cases"]}
+    # Compare GPU time with GPU time: fusegraph's pipelined figure (ops back to
+    # back, one synchronize) against CUDA-event timings; the end-to-end
+    # latency (one synchronize per op) is kept beside it.
+    for c in by.values():
+        if "pipelined" in c:
+            c["e2e_median_s"] = c["stats"]["median_s"]
+            c["gbps_e2e"] = c["gbps"]
+            c["gbps"] = c["pipelined"]["gbps"]
     summary = {}
     if "matmul_4096_f32" in by:
-        t = by["matmul_4096_f32"]["stats"]["median_s"]
+        t = by["matmul_4096_f32"].get("pipelined", by["matmul_4096_f32"]["stats"])["median_s"]
         tf = 2.0 * mm ** 3 / t / 1e12
         summary["matmul_4096_f32"] = {"fusegraph_tflops": tf, "torch_sgemm_tflops": torch_cases["matmul_4096_f32"]["tflops"],
                                       "ratio_vs_sgemm": tf / torch_cases["matmul_4096_f32"]["tflops"],
@@ -110,13 +118,15 @@ def main():
         if name in by:
             gb = by[name]["gbps"]
             summary[name] = {"fusegraph_gbps": gb, "torch_gbps": torch_cases[name]["gbps"], "copy_gbps": copy_gbps,
+                             "fusegraph_gbps_e2e": by[name].get("gbps_e2e"),
                              "fraction_of_copy": gb / copy_gbps, "ratio_vs_torch": gb / torch_cases[name]["gbps"],
                              "target": target}
     if "copy_64m_f32" in by:
-        summary["copy_64m_f32"] = {"fusegraph_gbps": by["copy_64m_f32"]["gbps"], "torch_copy_gbps": copy_gbps,
+        summary["copy_64m_f32"] = {"fusegraph_gbps": by["copy_64m_f32"]["gbps"], "fusegraph_gbps_e2e": by["copy_64m_f32"].get("gbps_e2e"), "torch_copy_gbps": copy_gbps,
                                    "fraction_of_copy": by["copy_64m_f32"]["gbps"] / copy_gbps}
     if "chain100_tiny" in by:
         summary["chain100_tiny"] = {"fusegraph_ms": by["chain100_tiny"]["stats"]["median_s"] * 1e3,
+                                    "fusegraph_pipelined_ms": by["chain100_tiny"].get("pipelined", {}).get("median_s", float("nan")) * 1e3,
                                     "torch_eager_ms": torch_cases["chain100_tiny"]["stats"]["median_s"] * 1e3,
                                     "target": "<= 2 ms"}
     props = torch.cuda.get_device_properties(0)

@@ -19,6 +19,18 @@ fn fg_mac4(acc: vec4<{{ACC}}>, x: {{ACC}}, y: vec4<{{ACC}}>) -> vec4<{{ACC}}> {
     return vec4<{{ACC}}>(fg_mac(acc.x, x, y.x), fg_mac(acc.y, x, y.y), fg_mac(acc.z, x, y.z), fg_mac(acc.w, x, y.w));
 }
 
+// Four neighbouring output elements of row i from column j on.
+fn fg_out4(b: i32, i: i32, j: i32, v: vec4<{{ACC}}>) {
+    if (i >= {{M}}) {
+        return;
+    }
+    for (var c = 0; c < 4; c = c + 1) {
+        if (j + c < {{N}}) {
+            fg_write_mm(b, i, j + c, v[c]);
+        }
+    }
+}
+
 @compute @workgroup_size(16, 16, 1)
 fn {{NAME}}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
 {{TOUCH}}
@@ -27,13 +39,13 @@ fn {{NAME}}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id)
     let t = ty * 16 + tx;
     let m0 = i32(wid.y) * 128;
     let n0 = i32(wid.x) * 128;
+    // Every index into acc is a constant, so it lives in registers.
     var acc: array<vec4<{{ACC}}>, 16>;
+    let z = vec4<{{ACC}}>({{ZERO}});
     for (var b = i32(wid.z); b < {{BATCH}}; b = b + {{ZSTEP}}) {
         let base_a = fg_base_a(b);
         let base_b = fg_base_b(b);
-        for (var q = 0; q < 16; q = q + 1) {
-            acc[q] = vec4<{{ACC}}>({{ZERO}});
-        }
+        acc = array<vec4<{{ACC}}>, 16>(z, z, z, z, z, z, z, z, z, z, z, z, z, z, z, z);
         for (var k0 = 0; k0 < {{K}}; k0 = k0 + 8) {
             for (var q = 0; q < 4; q = q + 1) {
                 let l = t + q * 256;
@@ -52,28 +64,44 @@ fn {{NAME}}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id)
                 let a1 = fg_ta[kk][ty + 16];
                 let b0 = fg_tb[kk][tx];
                 let b1 = fg_tb[kk][tx + 16];
-                for (var r = 0; r < 4; r = r + 1) {
-                    acc[r * 2] = fg_mac4(acc[r * 2], a0[r], b0);
-                    acc[r * 2 + 1] = fg_mac4(acc[r * 2 + 1], a0[r], b1);
-                    acc[8 + r * 2] = fg_mac4(acc[8 + r * 2], a1[r], b0);
-                    acc[8 + r * 2 + 1] = fg_mac4(acc[8 + r * 2 + 1], a1[r], b1);
-                }
+                acc[0] = fg_mac4(acc[0], a0.x, b0);
+                acc[1] = fg_mac4(acc[1], a0.x, b1);
+                acc[2] = fg_mac4(acc[2], a0.y, b0);
+                acc[3] = fg_mac4(acc[3], a0.y, b1);
+                acc[4] = fg_mac4(acc[4], a0.z, b0);
+                acc[5] = fg_mac4(acc[5], a0.z, b1);
+                acc[6] = fg_mac4(acc[6], a0.w, b0);
+                acc[7] = fg_mac4(acc[7], a0.w, b1);
+                acc[8] = fg_mac4(acc[8], a1.x, b0);
+                acc[9] = fg_mac4(acc[9], a1.x, b1);
+                acc[10] = fg_mac4(acc[10], a1.y, b0);
+                acc[11] = fg_mac4(acc[11], a1.y, b1);
+                acc[12] = fg_mac4(acc[12], a1.z, b0);
+                acc[13] = fg_mac4(acc[13], a1.z, b1);
+                acc[14] = fg_mac4(acc[14], a1.w, b0);
+                acc[15] = fg_mac4(acc[15], a1.w, b1);
             }
             workgroupBarrier();
         }
-        for (var h = 0; h < 2; h = h + 1) {
-            for (var r = 0; r < 4; r = r + 1) {
-                let i = m0 + h * 64 + ty * 4 + r;
-                for (var w = 0; w < 2; w = w + 1) {
-                    let v = acc[h * 8 + r * 2 + w];
-                    for (var c = 0; c < 4; c = c + 1) {
-                        let j = n0 + w * 64 + tx * 4 + c;
-                        if (i < {{M}} && j < {{N}}) {
-                            fg_write_mm(b, i, j, v[c]);
-                        }
-                    }
-                }
-            }
-        }
+        let i0 = m0 + ty * 4;
+        let i1 = i0 + 64;
+        let j0 = n0 + tx * 4;
+        let j1 = j0 + 64;
+        fg_out4(b, i0, j0, acc[0]);
+        fg_out4(b, i0, j1, acc[1]);
+        fg_out4(b, i0 + 1, j0, acc[2]);
+        fg_out4(b, i0 + 1, j1, acc[3]);
+        fg_out4(b, i0 + 2, j0, acc[4]);
+        fg_out4(b, i0 + 2, j1, acc[5]);
+        fg_out4(b, i0 + 3, j0, acc[6]);
+        fg_out4(b, i0 + 3, j1, acc[7]);
+        fg_out4(b, i1, j0, acc[8]);
+        fg_out4(b, i1, j1, acc[9]);
+        fg_out4(b, i1 + 1, j0, acc[10]);
+        fg_out4(b, i1 + 1, j1, acc[11]);
+        fg_out4(b, i1 + 2, j0, acc[12]);
+        fg_out4(b, i1 + 2, j1, acc[13]);
+        fg_out4(b, i1 + 3, j0, acc[14]);
+        fg_out4(b, i1 + 3, j1, acc[15]);
     }
 }
