@@ -96,6 +96,26 @@ impl Tensor {
         Ok(l.indices().into_iter().map(|i| data[i]).collect())
     }
 
+    /// Realizes the tensor and hands its elements (row-major, `T` = its
+    /// dtype) to `f`: borrowed in place when the layout is contiguous on the
+    /// host, so a binding copies them once, straight into its own buffer;
+    /// gathered into a vector first otherwise.
+    pub fn with_slice<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        self.check_type::<T>("with_slice")?;
+        let l = self.layout();
+        if !l.is_contiguous() {
+            return Ok(f(&self.to_vec::<T>()?));
+        }
+        let host = self.host_data()?;
+        let storage = host.get();
+        let data = T::slice(storage).ok_or(Error::ElementType {
+            op: "with_slice",
+            requested: T::DTYPE,
+            actual: storage.dtype(),
+        })?;
+        Ok(f(&data[l.offset..l.offset + l.numel()]))
+    }
+
     /// The elements converted to f64, in row-major order.
     pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
         let host = self.host_data()?;

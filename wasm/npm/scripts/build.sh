@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the package's generated half into dist/ (git-ignored):
+#   1. the fusegraph-wasm crate for wasm32 with the `wasm-release` profile,
+#   2. wasm-bindgen (the CLI pinned to the crate's version in Cargo.lock)
+#      with `--target web`, whose init takes a URL, bytes or a compiled
+#      Module, so one output serves browsers, Node, Deno and workerd,
+#   3. wasm-opt from the `binaryen` dev dependency (level: FG_WASM_OPT,
+#      default -O3; "none" skips it).
+# Run `npm ci` first. Honours CARGO_TARGET_DIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(cd ../.. && pwd)
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+profile=wasm-release
+opt_level=${FG_WASM_OPT:--O3}
+
+want=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/[^0-9.]/, ""); print; exit}' "$root/Cargo.lock")
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [[ "$have" != "$want" ]]; then
+  echo "wasm-bindgen-cli $want is needed (found: ${have:-none}); run scripts/install-wasm-bindgen.sh" >&2
+  exit 1
+fi
+
+(cd "$root" && cargo build -p fusegraph-wasm --target wasm32-unknown-unknown --profile "$profile")
+raw="$target_dir/wasm32-unknown-unknown/$profile/fusegraph_wasm.wasm"
+
+rm -rf dist
+wasm-bindgen --target web --no-typescript --out-dir dist --out-name fusegraph_wasm "$raw"
+
+if [[ "$opt_level" != none ]]; then
+  # The features rustc enables for wasm32 (SIMD128 from .cargo/config.toml).
+  node_modules/.bin/wasm-opt "$opt_level" \
+    --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int \
+    --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    --strip-debug --strip-producers \
+    dist/fusegraph_wasm_bg.wasm -o dist/fusegraph_wasm_bg.wasm
+fi
+echo "built dist/ ($(wc -c <dist/fusegraph_wasm_bg.wasm) bytes of wasm, wasm-opt $opt_level)"

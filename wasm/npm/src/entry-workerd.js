@@ -1,0 +1,8 @@
+// workerd and other Workers runtimes: wasm cannot be compiled from bytes at
+// run time there, so the .wasm is imported as a compiled module.
+import wasmModule from '../dist/fusegraph_wasm_bg.wasm';
+import { createInit } from './api.js';
+
+export { Tensor, FusegraphError } from './api.js';
+export const init = createInit(() => wasmModule);
+export default init;
