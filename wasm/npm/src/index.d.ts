@@ -1,0 +1,216 @@
+/**
+ * fusegraph: lazy tensor ops that fuse into few kernels. Runs on WebGPU when
+ * present (once the WebGPU backend is built in) and on a SIMD128 wasm CPU
+ * path otherwise, in browsers, Node 20+, Deno and workerd.
+ *
+ * ```ts
+ * import { init } from 'fusegraph';
+ * const fg = await init();                       // 'auto': WebGPU if available, else CPU
+ * const a = fg.tensor(new Float32Array([1, -2, 3, -4]), [2, 2]);
+ * const y = await a.matmul(a.t()).add(1).relu().toArray(); // Float32Array
+ * ```
+ * @packageDocumentation
+ */
+
+/** Element types. f16 and bf16 travel as their bits in a `Uint16Array`; bool as 0/1 in a `Uint8Array`. */
+export type DType = 'f32' | 'f64' | 'f16' | 'bf16' | 'i32' | 'u8' | 'bool';
+
+/** The typed array a dtype reads out as. */
+export type ArrayOf<D extends DType> = D extends 'f32'
+  ? Float32Array
+  : D extends 'f64'
+    ? Float64Array
+    : D extends 'i32'
+      ? Int32Array
+      : D extends 'f16' | 'bf16'
+        ? Uint16Array
+        : Uint8Array;
+
+/** Data accepted by {@link Fusegraph.tensor}. */
+export type TensorData = Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array | number[];
+
+/** Stable error codes (the `code` of a {@link FusegraphError}). */
+export type ErrorCode =
+  | 'FG_SHAPE_MISMATCH'
+  | 'FG_BAD_SIZE'
+  | 'FG_BAD_AXIS'
+  | 'FG_OUT_OF_RANGE'
+  | 'FG_BAD_DTYPE'
+  | 'FG_NOT_SCALAR'
+  | 'FG_INVALID_ARGUMENT'
+  | 'FG_DEVICE_MISMATCH'
+  | 'FG_DEVICE_UNAVAILABLE'
+  | 'FG_OUT_OF_MEMORY'
+  | 'FG_DEVICE_LOST'
+  | 'FG_BACKEND'
+  | 'FG_DISPOSED'
+  | 'FG_PANIC'
+  | 'FG_ERROR';
+
+/**
+ * Every failure of fusegraph: `code` is stable and machine-readable,
+ * `message` names the op and the shapes or dtypes involved.
+ * `FG_PANIC` means an internal bug trapped the wasm instance; reload it.
+ */
+export class FusegraphError extends Error {
+  readonly name: 'FusegraphError';
+  readonly code: ErrorCode;
+}
+
+export interface InitOptions {
+  /**
+   * `'auto'` (default): WebGPU when `navigator.gpu` gives an adapter and this
+   * build has the WebGPU backend, else the CPU path (and `fallback` says why).
+   * `'webgpu'`: WebGPU or a `FG_DEVICE_UNAVAILABLE` error, never a silent fallback.
+   * `'cpu'`: the SIMD128 CPU path.
+   */
+  backend?: 'auto' | 'cpu' | 'webgpu';
+  /** Where the .wasm comes from, overriding the entry point's default: a URL, bytes, a Response or a compiled module. */
+  wasm?: URL | string | BufferSource | Response | WebAssembly.Module | Promise<URL | string | BufferSource | Response | WebAssembly.Module>;
+}
+
+/** Loads the wasm module (once per realm) and picks the backend new tensors use. */
+export function init(options?: InitOptions): Promise<Fusegraph>;
+export default init;
+
+export interface CreateOptions {
+  /** Element type (default: the typed array's own, or f32 for number arrays; Uint16Array defaults to f16). */
+  dtype?: DType;
+}
+
+/** What {@link init} resolves to: the backend in use and the tensor factories. */
+export interface Fusegraph {
+  /** The backend new tensors are created on. */
+  readonly backend: 'cpu' | 'webgpu';
+  /** With `backend: 'auto'`, why WebGPU was not used; `null` otherwise. */
+  readonly fallback: string | null;
+  /**
+   * A tensor from row-major data (copied once into wasm memory; the array can be reused).
+   * `shape` defaults to `[data.length]`. A `dtype` other than the array's own converts.
+   */
+  tensor(data: TensorData, shape?: number[], options?: CreateOptions): Tensor;
+  zeros(shape: number[], options?: CreateOptions): Tensor;
+  ones(shape: number[], options?: CreateOptions): Tensor;
+  full(shape: number[], value: number, options?: CreateOptions): Tensor;
+  /** `start, start+step, ...` below `end`, as NumPy's `arange`. */
+  arange(start: number, end: number, step?: number, options?: CreateOptions): Tensor;
+  /** Seeded uniform values in [0, 1) (computed lazily, on the device). */
+  rand(shape: number[], options?: CreateOptions & { seed?: number }): Tensor;
+  /** Seeded standard-normal values. */
+  randn(shape: number[], options?: CreateOptions & { seed?: number }): Tensor;
+  /** `cond ? a : b` elementwise, with broadcasting. */
+  where(cond: Tensor, a: Tensor, b: Tensor): Tensor;
+  /** Joins tensors along `axis`. */
+  concat(tensors: Tensor[], axis?: number): Tensor;
+  /** Tensor handles not yet freed (by `dispose()` or garbage collection). */
+  liveTensors(): number;
+}
+
+/** A number operand takes the tensor's dtype. */
+type Operand = Tensor | number;
+
+/**
+ * A lazy tensor: ops and views return new tensors without computing;
+ * {@link Tensor.toArray} realizes the graph (elementwise chains, matmul
+ * epilogues and reductions fused) and reads the values.
+ * Free memory early with {@link Tensor.dispose}; otherwise a
+ * FinalizationRegistry frees it after garbage collection.
+ */
+export class Tensor {
+  private constructor();
+  readonly shape: number[];
+  readonly dtype: DType;
+  /** Number of elements. */
+  readonly size: number;
+  readonly ndim: number;
+  /** `'cpu'` or `'wgpu'`. */
+  readonly device: string;
+  readonly disposed: boolean;
+  isContiguous(): boolean;
+  /** Frees this handle now; later use throws `FG_DISPOSED`. Idempotent. */
+  dispose(): void;
+  [Symbol.dispose](): void;
+
+  // Elementwise, NumPy broadcasting.
+  add(other: Operand): Tensor;
+  sub(other: Operand): Tensor;
+  mul(other: Operand): Tensor;
+  /** Integer dtypes truncate; division by 0 gives 0 for them. */
+  div(other: Operand): Tensor;
+  pow(other: Operand): Tensor;
+  /** NaN propagates. */
+  maximum(other: Operand): Tensor;
+  minimum(other: Operand): Tensor;
+  /** Comparisons and logical ops give bool. */
+  eq(other: Operand): Tensor;
+  ne(other: Operand): Tensor;
+  lt(other: Operand): Tensor;
+  le(other: Operand): Tensor;
+  gt(other: Operand): Tensor;
+  ge(other: Operand): Tensor;
+  logicalAnd(other: Operand): Tensor;
+  logicalOr(other: Operand): Tensor;
+  neg(): Tensor;
+  abs(): Tensor;
+  exp(): Tensor;
+  log(): Tensor;
+  sqrt(): Tensor;
+  rsqrt(): Tensor;
+  sin(): Tensor;
+  cos(): Tensor;
+  tanh(): Tensor;
+  sigmoid(): Tensor;
+  relu(): Tensor;
+  /** GELU with the exact erf. */
+  gelu(): Tensor;
+  /** GELU with the tanh approximation. */
+  geluTanh(): Tensor;
+  silu(): Tensor;
+  logicalNot(): Tensor;
+  clamp(lo: number, hi: number): Tensor;
+  cast(dtype: DType): Tensor;
+
+  /** Matrix product with broadcast batch dims (a transposed view goes in without a copy). */
+  matmul(other: Tensor): Tensor;
+
+  // Reductions: `axes` a number or list (default: all axes).
+  sum(axes?: number | number[], keepdim?: boolean): Tensor;
+  mean(axes?: number | number[], keepdim?: boolean): Tensor;
+  max(axes?: number | number[], keepdim?: boolean): Tensor;
+  min(axes?: number | number[], keepdim?: boolean): Tensor;
+  /** Variance with `correction` (default 1, as PyTorch). */
+  var(axes?: number | number[], options?: { correction?: number; keepdim?: boolean }): Tensor;
+  /** Index (i32) of the largest element along `axis` (all elements when omitted). */
+  argmax(axis?: number, keepdim?: boolean): Tensor;
+  softmax(axis?: number): Tensor;
+  logSoftmax(axis?: number): Tensor;
+  /** Normalises over the last `normalizedDims` axes, then scales and shifts. */
+  layerNorm(normalizedDims?: number, options?: { weight?: Tensor; bias?: Tensor; eps?: number }): Tensor;
+  indexSelect(axis: number, index: Tensor): Tensor;
+  gather(axis: number, index: Tensor): Tensor;
+
+  // Views: they change only shape, strides and offset, never copy.
+  /** One entry may be -1 (inferred). */
+  reshape(shape: number[]): Tensor;
+  flatten(): Tensor;
+  permute(axes: number[]): Tensor;
+  transpose(a?: number, b?: number): Tensor;
+  /** Swaps the last two axes. */
+  t(): Tensor;
+  narrow(axis: number, start: number, length: number): Tensor;
+  expand(shape: number[]): Tensor;
+  broadcastTo(shape: number[]): Tensor;
+  squeeze(axis: number): Tensor;
+  unsqueeze(axis: number): Tensor;
+  /** A bounds-checked strided view of the same storage. */
+  asStrided(shape: number[], strides: number[], offset?: number): Tensor;
+  /** The same values row-major (a copy only when the layout needs one). */
+  contiguous(): Tensor;
+
+  /** Computes the tensor now and keeps the result. */
+  realize(): this;
+  /** The values, row-major, in a fresh typed array of the dtype (one copy). */
+  toArray(): Promise<Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array>;
+  /** `toArray()` without the promise: CPU tensors only. */
+  toArraySync(): Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array;
+}
