@@ -54,7 +54,7 @@ def rel_err(got, want):
     return float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
 
 
-TOL = {"float32": 1e-4, "tf32": 3e-3, "float16": 1e-2, "bfloat16": 3e-2}
+TOL = {"float32": 1e-4, "tf32": 1e-2, "float16": 1e-2, "bfloat16": 3e-2}
 results = []
 
 
@@ -92,7 +92,7 @@ for s, label in mm_cases:
     st = timed(lambda: torch.matmul(a, b))
     name = f"matmul_{s}_{'tf32' if label == 'tf32' else {'float32': 'f32', 'float16': 'f16', 'bfloat16': 'bf16'}[label]}"
     record(name, "torch", st, rel_err(out[:4], want), TOL[label], 2.0 * s**3, 3.0 * s * s * a.element_size())
-    if cp is not None and label != "tf32":  # CuPy reads CUPY_TF32 only at import
+    if cp is not None and label in ("float32", "float16"):  # no CuPy bf16; CUPY_TF32 is read at import
         ca, cb = cp.asarray(a), cp.asarray(b)
         co = cp.matmul(ca, cb)
         st = timed(lambda: cp.matmul(ca, cb))

@@ -28,8 +28,12 @@ pub fn uniform(key: u32, index: u32) -> f32 {
 pub fn normal(key: u32, index: u32) -> f32 {
     let u1 = uniform(key, index.wrapping_mul(2));
     let u2 = uniform(key, index.wrapping_mul(2).wrapping_add(1));
-    // 1 - u1 lies in (0, 1], so the log is finite.
-    (-2.0 * (1.0 - u1).ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
+    // 1 - u1 lies in (0, 1], so the log is finite. Evaluated in f64 and
+    // rounded once: f32 log/cos differ by an ulp between libms (glibc vs
+    // CUDA), while the f64 value rounds to the same f32 on every backend with
+    // accurate f64 functions (the CUDA kernels compute it the same way).
+    let (u1, u2) = (u1 as f64, u2 as f64);
+    ((-2.0 * (1.0 - u1).ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
 }
 
 #[cfg(test)]

@@ -336,7 +336,7 @@ impl Lang for Cuda {
                     "__device__ __forceinline__ float fg_normal(unsigned int key, unsigned int index) {\n",
                     "    const float u1 = fg_uniform(key, index * 2u);\n",
                     "    const float u2 = fg_uniform(key, index * 2u + 1u);\n",
-                    "    return sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.2831855f * u2);\n",
+                    "    return (float)(sqrt(-2.0 * log(1.0 - (double)u1)) * cos(6.283185307179586 * (double)u2));\n",
                     "}\n"
                 ),
                 _ => return None,

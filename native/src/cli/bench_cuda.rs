@@ -35,7 +35,9 @@ struct Case {
 /// Relative error (to the largest reference magnitude) a dtype may show.
 fn tol(d: DType, p: Precision) -> f64 {
     match (d, p) {
-        (DType::F32, Precision::Tf32) => 3e-3,
+        // TF32 rounds operands to 10 mantissa bits: over k = 4096 the largest
+        // element error reaches ~7e-3 of the largest output (PyTorch's too).
+        (DType::F32, Precision::Tf32) => 1e-2,
         (DType::F32, _) => 1e-4,
         (DType::F16, _) => 1e-2,
         (DType::BF16, _) => 3e-2,
@@ -65,26 +67,57 @@ fn matmul_case(dev: &Device, n: usize, dtype: DType, p: Precision, reps: usize) 
         flops: 2.0 * nf * nf * nf,
         bytes: 3.0 * nf * nf * dtype.size_in_bytes() as f64,
         build: Box::new(move || a1.matmul(&b1)),
-        verify: Box::new(move |o| check(&o.narrow(0, 0, 4)?, &a2.narrow(0, 0, 4)?.matmul(&b2)?, tol(dtype, p))),
+        verify: Box::new(move |o| {
+            check(
+                &o.narrow(0, 0, 4)?,
+                &a2.narrow(0, 0, 4)?.matmul(&b2)?,
+                tol(dtype, p),
+            )
+        }),
     })
 }
 
 fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
     let reps = |n: usize| if quick { (n / 10).max(3) } else { n };
     let mut v = Vec::new();
-    let sizes: &[usize] = if quick { &[512, 1024] } else { &[512, 1024, 2048, 4096] };
+    let sizes: &[usize] = if quick {
+        &[512, 1024]
+    } else {
+        &[512, 1024, 2048, 4096]
+    };
     for &n in sizes {
-        v.push(matmul_case(dev, n, DType::F32, Precision::Highest, reps(100))?);
+        v.push(matmul_case(
+            dev,
+            n,
+            DType::F32,
+            Precision::Highest,
+            reps(100),
+        )?);
     }
     let big: &[usize] = if quick { &[1024] } else { &[4096, 8192] };
     for &n in big {
         v.push(matmul_case(dev, n, DType::F32, Precision::Tf32, reps(100))?);
-        v.push(matmul_case(dev, n, DType::F16, Precision::Highest, reps(100))?);
-        v.push(matmul_case(dev, n, DType::BF16, Precision::Highest, reps(100))?);
+        v.push(matmul_case(
+            dev,
+            n,
+            DType::F16,
+            Precision::Highest,
+            reps(100),
+        )?);
+        v.push(matmul_case(
+            dev,
+            n,
+            DType::BF16,
+            Precision::Highest,
+            reps(100),
+        )?);
     }
     {
         let nb = if quick { 100 } else { 1000 };
-        let (a, b) = (on(dev, &[nb, 128, 128], 13, DType::F32)?, on(dev, &[nb, 128, 128], 14, DType::F32)?);
+        let (a, b) = (
+            on(dev, &[nb, 128, 128], 13, DType::F32)?,
+            on(dev, &[nb, 128, 128], 14, DType::F32)?,
+        );
         let (a1, b1, a2, b2) = (a.clone(), b.clone(), a, b);
         v.push(Case {
             name: format!("bmm_{nb}x128x128_f32"),
@@ -100,9 +133,20 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
         });
     }
     let n = if quick { 1 << 22 } else { 64 << 20 };
-    let (x, y, z) = (on(dev, &[n], 1, DType::F32)?, on(dev, &[n], 2, DType::F32)?, on(dev, &[n], 3, DType::F32)?);
+    let (x, y, z) = (
+        on(dev, &[n], 1, DType::F32)?,
+        on(dev, &[n], 2, DType::F32)?,
+        on(dev, &[n], 3, DType::F32)?,
+    );
     for relu in [false, true] {
-        let (x1, y1, z1, x2, y2, z2) = (x.clone(), y.clone(), z.clone(), x.clone(), y.clone(), z.clone());
+        let (x1, y1, z1, x2, y2, z2) = (
+            x.clone(),
+            y.clone(),
+            z.clone(),
+            x.clone(),
+            y.clone(),
+            z.clone(),
+        );
         let f = move |a: &Tensor, b: &Tensor, c: &Tensor| -> Result<Tensor> {
             let t = a.mul(b)?.add(c)?;
             if relu {
@@ -114,14 +158,25 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
         let h = 1 << 16;
         v.push(Case {
             name: format!("fused_{}64m_f32", if relu { "relu_" } else { "" }),
-            what: format!("{} over 64M f32: one generated kernel, 3 reads + 1 write", if relu { "relu(a*b+c)" } else { "a*b+c" }),
+            what: format!(
+                "{} over 64M f32: one generated kernel, 3 reads + 1 write",
+                if relu { "relu(a*b+c)" } else { "a*b+c" }
+            ),
             reps: reps(100),
             precision: Precision::Highest,
             flops: if relu { 3.0 } else { 2.0 } * n as f64,
             bytes: 16.0 * n as f64,
             build: Box::new(move || f(&x1, &y1, &z1)),
             verify: Box::new(move |o| {
-                check(&o.narrow(0, 0, h)?, &f(&x2.narrow(0, 0, h)?, &y2.narrow(0, 0, h)?, &z2.narrow(0, 0, h)?)?, 1e-5)
+                check(
+                    &o.narrow(0, 0, h)?,
+                    &f(
+                        &x2.narrow(0, 0, h)?,
+                        &y2.narrow(0, 0, h)?,
+                        &z2.narrow(0, 0, h)?,
+                    )?,
+                    1e-5,
+                )
             }),
         });
     }
@@ -137,26 +192,41 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
             let (s1, s2) = (s.clone(), s.clone());
             v.push(Case {
                 name: format!("softmax_{r}x4096_{dtype}"),
-                what: format!("softmax over the last axis of {r}x4096 {dtype}: one generated row kernel"),
+                what: format!(
+                    "softmax over the last axis of {r}x4096 {dtype}: one generated row kernel"
+                ),
                 reps: reps(100),
                 precision: Precision::Highest,
                 flops: 5.0 * ne,
                 bytes: 2.0 * es * ne,
                 build: Box::new(move || s1.softmax(-1)),
-                verify: Box::new(move |o| check(&o.narrow(0, 0, 8)?, &s2.narrow(0, 0, 8)?.softmax(-1)?, tol(dtype, Precision::Highest))),
+                verify: Box::new(move |o| {
+                    check(
+                        &o.narrow(0, 0, 8)?,
+                        &s2.narrow(0, 0, 8)?.softmax(-1)?,
+                        tol(dtype, Precision::Highest),
+                    )
+                }),
             });
             let (s1, w1, b1) = (s.clone(), w.clone(), bi.clone());
             let (s2, w2, b2) = (s, w, bi);
             v.push(Case {
                 name: format!("layer_norm_{r}x4096_{dtype}"),
-                what: format!("layer_norm (weight, bias, eps 1e-5) over the last axis of {r}x4096 {dtype}"),
+                what: format!(
+                    "layer_norm (weight, bias, eps 1e-5) over the last axis of {r}x4096 {dtype}"
+                ),
                 reps: reps(100),
                 precision: Precision::Highest,
                 flops: 8.0 * ne,
                 bytes: 2.0 * es * ne,
                 build: Box::new(move || s1.layer_norm(1, Some(&w1), Some(&b1), 1e-5)),
                 verify: Box::new(move |o| {
-                    check(&o.narrow(0, 0, 8)?, &s2.narrow(0, 0, 8)?.layer_norm(1, Some(&w2), Some(&b2), 1e-5)?, tol(dtype, Precision::Highest))
+                    check(
+                        &o.narrow(0, 0, 8)?,
+                        &s2.narrow(0, 0, 8)?
+                            .layer_norm(1, Some(&w2), Some(&b2), 1e-5)?,
+                        tol(dtype, Precision::Highest),
+                    )
                 }),
             });
         }
@@ -200,7 +270,10 @@ fn dispatch_and_graph(dev: &Device, quick: bool) -> Result<(Value, bool)> {
     })?;
     step.replay()?;
     let got: Vec<f32> = step.value().to_vec()?;
-    let ok = got.iter().zip(&start).all(|(g, s)| (g - (s + ops as f32)).abs() <= 1e-3 * (s.abs() + ops as f32));
+    let ok = got
+        .iter()
+        .zip(&start)
+        .all(|(g, s)| (g - (s + ops as f32)).abs() <= 1e-3 * (s.abs() + ops as f32));
     let per_op_us = eager.median_s / ops as f64 * 1e6;
     let speedup = eager.median_s / graph.median_s;
     eprintln!(

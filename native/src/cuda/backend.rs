@@ -3,7 +3,8 @@
 //! order), the kernel and cuBLASLt caches, and the core's `Backend` trait.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::ThreadId;
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
 use fusegraph_core::backend::cpu::CpuStorage;
@@ -29,6 +30,9 @@ pub struct CudaBackend {
     /// Serialises launches and the caches' descriptors across threads.
     pub(crate) lock: Mutex<()>,
     pub(crate) capturing: AtomicBool,
+    /// The thread capturing a graph; other threads wait until it is done.
+    capture_owner: Mutex<Option<ThreadId>>,
+    capture_done: Condvar,
     pub(crate) arch: u32,
     describe: String,
 }
@@ -45,7 +49,10 @@ impl CudaBackend {
     /// Opens GPU `n`: driver, context, stream, NVRTC check, cuBLASLt.
     pub fn open(n: usize) -> Result<Arc<CudaBackend>> {
         if !loader::driver_present() {
-            return Err(unavailable(n, "no CUDA driver (libcuda.so) on this machine".into()));
+            return Err(unavailable(
+                n,
+                "no CUDA driver (libcuda.so) on this machine".into(),
+            ));
         }
         let count = {
             result::init().map_err(|e| unavailable(n, format!("cuInit failed: {e:?}")))?;
@@ -61,7 +68,9 @@ impl CudaBackend {
         // One stream, so our own buffers need no cross-stream tracking.
         // SAFETY: fusegraph orders every access to its buffers on one stream.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream().map_err(|e| error::driver("Device::cuda", &dev, e))?;
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| error::driver("Device::cuda", &dev, e))?;
         let (major, minor) = ctx
             .compute_capability()
             .map_err(|e| error::driver("Device::cuda", &dev, e))?;
@@ -99,6 +108,8 @@ impl CudaBackend {
             blas,
             lock: Mutex::new(()),
             capturing: AtomicBool::new(false),
+            capture_owner: Mutex::new(None),
+            capture_done: Condvar::new(),
             arch,
             describe,
         }))
@@ -112,6 +123,44 @@ impl CudaBackend {
 
     pub(crate) fn guard(&self) -> MutexGuard<'_, ()> {
         self.lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits while another thread captures a CUDA graph on this device (its
+    /// stream would record our work into that graph), then returns with
+    /// the capture owner locked out of changing.
+    fn wait_for_capture(&self) -> MutexGuard<'_, Option<ThreadId>> {
+        let me = std::thread::current().id();
+        let mut owner = self.capture_owner.lock().unwrap_or_else(|p| p.into_inner());
+        while owner.is_some_and(|t| t != me) {
+            owner = self
+                .capture_done
+                .wait(owner)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        owner
+    }
+
+    /// The execution lock, once no other thread is capturing.
+    pub(crate) fn enter(&self) -> MutexGuard<'_, ()> {
+        let owner = self.wait_for_capture();
+        let g = self.guard();
+        drop(owner);
+        g
+    }
+
+    /// Marks the calling thread as capturing (after other threads' work is queued).
+    pub(crate) fn begin_capture_owner(&self) -> MutexGuard<'_, ()> {
+        let mut owner = self.wait_for_capture();
+        *owner = Some(std::thread::current().id());
+        let g = self.guard();
+        drop(owner);
+        g
+    }
+
+    /// Ends the calling thread's capture and wakes waiting threads.
+    pub(crate) fn end_capture_owner(&self) {
+        *self.capture_owner.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.capture_done.notify_all();
     }
 
     pub(crate) fn cu_stream(&self) -> sys::CUstream {
@@ -146,14 +195,16 @@ impl CudaBackend {
     /// The device pointer behind a storage of this device.
     pub(crate) fn ptr_of(&self, s: &Storage) -> Result<u64> {
         match s {
-            Storage::Device { device, buffer, .. } if *device == Device::Cuda(self.ordinal) => buffer
-                .as_any()
-                .downcast_ref::<CudaBuffer>()
-                .map(|b| b.ptr())
-                .ok_or_else(|| Error::Backend {
-                    op: "cuda",
-                    message: format!("a {device} storage that is not a CUDA buffer"),
-                }),
+            Storage::Device { device, buffer, .. } if *device == Device::Cuda(self.ordinal) => {
+                buffer
+                    .as_any()
+                    .downcast_ref::<CudaBuffer>()
+                    .map(|b| b.ptr())
+                    .ok_or_else(|| Error::Backend {
+                        op: "cuda",
+                        message: format!("a {device} storage that is not a CUDA buffer"),
+                    })
+            }
             other => Err(Error::DeviceMismatch {
                 op: "cuda execute",
                 lhs: self.name.clone(),
@@ -173,11 +224,33 @@ impl CudaBackend {
     }
 }
 
+impl CudaBackend {
+    /// Copies `out.len()` elements from `ptr` into `out` and waits for them.
+    pub(crate) fn read_into(&self, ptr: u64, out: &mut CpuStorage) -> Result<()> {
+        let dst = bytes_of_mut(out);
+        if dst.is_empty() {
+            return Ok(());
+        }
+        if self.capturing.load(Ordering::Relaxed) {
+            return Err(Error::Backend {
+                op: "cuda download",
+                message: "cannot read a tensor back while a CUDA graph is being captured".into(),
+            });
+        }
+        // SAFETY: the device buffer holds at least `dst.len()` bytes.
+        unsafe { result::memcpy_dtoh_async(dst, ptr, self.cu_stream()) }
+            .map_err(|e| error::driver("cuda download", &self.name, e))?;
+        self.sync_stream()
+    }
+}
+
 fn bytes_of(s: &CpuStorage) -> &[u8] {
     fusegraph_core::with_storage!(s, |v| {
         // SAFETY: every storage element type is plain data (bool is one
         // byte holding 0 or 1); the byte view covers exactly the vector.
-        unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v.as_slice())) }
+        unsafe {
+            std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v.as_slice()))
+        }
     })
 }
 
@@ -185,7 +258,12 @@ fn bytes_of_mut(s: &mut CpuStorage) -> &mut [u8] {
     fusegraph_core::with_storage!(s, |v| {
         // SAFETY: as in `bytes_of`; the device only ever holds 0 or 1 in a
         // bool buffer (kernels store `v ? 1 : 0`), so the bytes stay valid.
-        unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of_val(v.as_slice())) }
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                v.as_mut_ptr().cast::<u8>(),
+                std::mem::size_of_val(v.as_slice()),
+            )
+        }
     })
 }
 
@@ -205,8 +283,14 @@ impl Backend for CudaBackend {
     }
 
     fn upload(&self, data: &CpuStorage) -> Result<Storage> {
-        let _g = self.guard();
+        let _g = self.enter();
         self.bind()?;
+        if self.capturing.load(Ordering::Relaxed) {
+            return Err(Error::Backend {
+                op: "cuda upload",
+                message: "cannot copy host data to the device while a CUDA graph is being captured; upload inputs before capture".into(),
+            });
+        }
         let bytes = bytes_of(data);
         let buf = self.alloc(bytes.len())?;
         if !bytes.is_empty() {
@@ -224,35 +308,22 @@ impl Backend for CudaBackend {
     }
 
     fn download(&self, data: &Storage) -> Result<CpuStorage> {
-        let _g = self.guard();
+        let _g = self.enter();
         self.bind()?;
         let ptr = self.ptr_of(data)?;
         let mut out = CpuStorage::zeros(data.dtype(), data.len());
-        {
-            let dst = bytes_of_mut(&mut out);
-            if !dst.is_empty() {
-                if self.capturing.load(Ordering::Relaxed) {
-                    return Err(Error::Backend {
-                        op: "cuda download",
-                        message: "cannot read a tensor back while a CUDA graph is being captured".into(),
-                    });
-                }
-                // SAFETY: the device buffer holds at least `dst.len()` bytes.
-                unsafe { result::memcpy_dtoh_async(dst, ptr, self.cu_stream()) }
-                    .map_err(|e| error::driver("cuda download", &self.name, e))?;
-            }
-        }
-        self.sync_stream()?;
+        self.read_into(ptr, &mut out)?;
         Ok(out)
     }
 
     fn execute(&self, schedule: &Schedule, leaves: &[Arc<Storage>]) -> Result<Vec<Arc<Storage>>> {
-        let _g = self.guard();
+        let _g = self.enter();
         self.bind()?;
         exec::execute(self, schedule, leaves)
     }
 
     fn synchronize(&self) -> Result<()> {
+        drop(self.wait_for_capture());
         self.bind()?;
         self.sync_stream()
     }

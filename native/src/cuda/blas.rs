@@ -94,12 +94,14 @@ impl Drop for Gemm {
 }
 
 type Key = (usize, [u32; 4], Precision);
+/// A plan keeps its kernel alive, so the kernel's address stays a valid key.
+type Plans = HashMap<Key, (Arc<Kernel>, Option<Arc<Gemm>>)>;
 
 /// One device's cuBLASLt handle, workspace and plan cache.
 pub(crate) struct Blas {
     handle: lts::cublasLtHandle_t,
     workspace: CudaBuffer,
-    plans: Mutex<HashMap<Key, (Arc<Kernel>, Option<Arc<Gemm>>)>>,
+    plans: Mutex<Plans>,
     device: String,
 }
 
@@ -116,13 +118,21 @@ impl Drop for Blas {
     }
 }
 
-fn layout(dtype: DType, op: &Operand, batch: u64) -> std::result::Result<lts::cublasLtMatrixLayout_t, lt::CublasError> {
+fn layout(
+    dtype: DType,
+    op: &Operand,
+    batch: u64,
+) -> std::result::Result<lts::cublasLtMatrixLayout_t, lt::CublasError> {
     let l = lt::create_matrix_layout(data_type(dtype), op.rows, op.cols, op.ld)?;
     set_batch(l, batch, op.batch_stride)?;
     Ok(l)
 }
 
-fn set_batch(l: lts::cublasLtMatrixLayout_t, batch: u64, stride: i64) -> std::result::Result<(), lt::CublasError> {
+fn set_batch(
+    l: lts::cublasLtMatrixLayout_t,
+    batch: u64,
+    stride: i64,
+) -> std::result::Result<(), lt::CublasError> {
     if batch <= 1 {
         return Ok(());
     }
@@ -144,15 +154,27 @@ fn set_batch(l: lts::cublasLtMatrixLayout_t, batch: u64, stride: i64) -> std::re
     }
 }
 
-fn desc_attr<T>(desc: lts::cublasLtMatmulDesc_t, attr: lts::cublasLtMatmulDescAttributes_t, v: &T) -> std::result::Result<(), lt::CublasError> {
+fn desc_attr<T>(
+    desc: lts::cublasLtMatmulDesc_t,
+    attr: lts::cublasLtMatmulDescAttributes_t,
+    v: &T,
+) -> std::result::Result<(), lt::CublasError> {
     // SAFETY: `v` is a live value of the attribute's type.
-    unsafe { lt::set_matmul_desc_attribute(desc, attr, v as *const T as *const c_void, std::mem::size_of::<T>()) }
+    unsafe {
+        lt::set_matmul_desc_attribute(
+            desc,
+            attr,
+            v as *const T as *const c_void,
+            std::mem::size_of::<T>(),
+        )
+    }
 }
 
 impl Blas {
     /// A handle and workspace (the context must be current).
     pub(crate) fn new(workspace: CudaBuffer, device: String) -> Result<Blas> {
-        let handle = lt::create_handle().map_err(|e| error::cublas("cublaslt", "create handle", e))?;
+        let handle =
+            lt::create_handle().map_err(|e| error::cublas("cublaslt", "create handle", e))?;
         Ok(Blas {
             handle,
             workspace,
@@ -168,7 +190,11 @@ impl Blas {
         // The bias (if any) is checked at call time; operands and output key the plan.
         let precision = matmul_precision();
         let out = ptrs.len().saturating_sub(1);
-        let key: Key = (Arc::as_ptr(k) as usize, [align(0), align(1), align(out), 0], precision);
+        let key: Key = (
+            Arc::as_ptr(k) as usize,
+            [align(0), align(1), align(out), 0],
+            precision,
+        );
         let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, g)) = plans.get(&key) {
             return Ok(g.clone());
@@ -184,12 +210,22 @@ impl Blas {
         Ok(gemm)
     }
 
-    fn prepare(&self, plan: GemmPlan, ptrs: &[u64], precision: Precision) -> Result<Option<Arc<Gemm>>> {
-        let what = format!("{}x{}x{} batch {} {}", plan.m, plan.n, plan.k, plan.batch, plan.dtype);
+    fn prepare(
+        &self,
+        plan: GemmPlan,
+        ptrs: &[u64],
+        precision: Precision,
+    ) -> Result<Option<Arc<Gemm>>> {
+        let what = format!(
+            "{}x{}x{} batch {} {}",
+            plan.m, plan.n, plan.k, plan.batch, plan.dtype
+        );
         let e = |err| error::cublas("cublaslt", &what, err);
         let compute = match plan.dtype {
             DType::F64 => lts::cublasComputeType_t::CUBLAS_COMPUTE_64F,
-            DType::F32 if precision == Precision::Tf32 => lts::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+            DType::F32 if precision == Precision::Tf32 => {
+                lts::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
+            }
             _ => lts::cublasComputeType_t::CUBLAS_COMPUTE_32F,
         };
         let scale = if plan.dtype == DType::F64 {
@@ -224,8 +260,18 @@ impl Blas {
         let p = &gemm.plan;
         let ta = p.x.transpose as i32;
         let tb = p.y.transpose as i32;
-        desc_attr(desc, lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA, &ta).map_err(e)?;
-        desc_attr(desc, lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB, &tb).map_err(e)?;
+        desc_attr(
+            desc,
+            lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
+            &ta,
+        )
+        .map_err(e)?;
+        desc_attr(
+            desc,
+            lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB,
+            &tb,
+        )
+        .map_err(e)?;
         if let Epilogue::Fused { act, bias } = &p.epilogue {
             let ep = match (act, bias.is_some()) {
                 (Activation::None, false) => lts::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_DEFAULT,
@@ -233,12 +279,24 @@ impl Blas {
                 (Activation::Relu, false) => lts::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_RELU,
                 (Activation::Relu, true) => lts::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_RELU_BIAS,
                 (Activation::GeluTanh, false) => lts::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU,
-                (Activation::GeluTanh, true) => lts::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU_BIAS,
+                (Activation::GeluTanh, true) => {
+                    lts::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU_BIAS
+                }
             };
-            desc_attr(desc, lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_EPILOGUE, &ep).map_err(e)?;
+            desc_attr(
+                desc,
+                lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_EPILOGUE,
+                &ep,
+            )
+            .map_err(e)?;
             if let Some((arg, off)) = bias {
                 let bp = ptrs[*arg] + *off as u64 * elem(p.d_dtype);
-                desc_attr(desc, lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp).map_err(e)?;
+                desc_attr(
+                    desc,
+                    lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                    &bp,
+                )
+                .map_err(e)?;
             }
         }
         let pref = lt::create_matmul_pref().map_err(e)?;
@@ -252,16 +310,31 @@ impl Blas {
         // SAFETY: attribute values are live locals of the documented types.
         let prefs = unsafe {
             use lts::cublasLtMatmulPreferenceAttributes_t as A;
-            let set = |a, v: &u32| lt::set_matmul_pref_attribute(pref, a, v as *const u32 as *const c_void, 4);
-            lt::set_matmul_pref_attribute(pref, A::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws as *const u64 as *const c_void, 8)
-                .and_then(|_| set(A::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aligns[0]))
-                .and_then(|_| set(A::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &aligns[1]))
-                .and_then(|_| set(A::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &aligns[2]))
-                .and_then(|_| set(A::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &aligns[3]))
+            let set = |a, v: &u32| {
+                lt::set_matmul_pref_attribute(pref, a, v as *const u32 as *const c_void, 4)
+            };
+            lt::set_matmul_pref_attribute(
+                pref,
+                A::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                &ws as *const u64 as *const c_void,
+                8,
+            )
+            .and_then(|_| set(A::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aligns[0]))
+            .and_then(|_| set(A::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &aligns[1]))
+            .and_then(|_| set(A::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &aligns[2]))
+            .and_then(|_| set(A::CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &aligns[3]))
         };
         // SAFETY: every descriptor is live; the preference is destroyed once below.
         let heuristic = prefs.and_then(|_| unsafe {
-            lt::get_matmul_algo_heuristic(self.handle, desc, x_layout, y_layout, gemm.d_layout, gemm.d_layout, pref)
+            lt::get_matmul_algo_heuristic(
+                self.handle,
+                desc,
+                x_layout,
+                y_layout,
+                gemm.d_layout,
+                gemm.d_layout,
+                pref,
+            )
         });
         // SAFETY: created above, destroyed once.
         unsafe {
@@ -270,11 +343,13 @@ impl Blas {
         match heuristic {
             Ok(h) => gemm.algo = h.algo,
             // No algorithm for this case: the generated kernel runs it.
-            Err(lt::CublasError(lts::cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED)) => return Ok(None),
+            Err(lt::CublasError(lts::cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED)) => {
+                return Ok(None)
+            }
             Err(err) => return Err(e(err)),
         }
         if let Epilogue::Kernel(k) = &gemm.plan.epilogue {
-            gemm.epilogue = Some(Arc::new(k.clone()));
+            gemm.epilogue = Some(Arc::new((**k).clone()));
         }
         Ok(Some(Arc::new(gemm)))
     }
@@ -287,17 +362,31 @@ impl Blas {
         let x = ptrs[p.x.arg] + p.x.offset as u64 * elem;
         let y = ptrs[p.y.arg] + p.y.offset as u64 * elem;
         let what = || format!("{}x{}x{} batch {} {}", p.m, p.n, p.k, p.batch, p.dtype);
-        if let Epilogue::Fused { bias: Some((arg, off)), .. } = &p.epilogue {
+        if let Epilogue::Fused {
+            bias: Some((arg, off)),
+            ..
+        } = &p.epilogue
+        {
             let bp = ptrs[*arg] + *off as u64 * p.d_dtype.size_in_bytes() as u64;
-            desc_attr(g.desc, lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp)
-                .map_err(|e| error::cublas("cublaslt", &what(), e))?;
+            desc_attr(
+                g.desc,
+                lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                &bp,
+            )
+            .map_err(|e| error::cublas("cublaslt", &what(), e))?;
         }
         let (a32, b32) = (1.0f32, 0.0f32);
         let (a64, b64) = (1.0f64, 0.0f64);
         let (alpha, beta): (*const c_void, *const c_void) = if p.dtype == DType::F64 {
-            (&a64 as *const f64 as *const c_void, &b64 as *const f64 as *const c_void)
+            (
+                &a64 as *const f64 as *const c_void,
+                &b64 as *const f64 as *const c_void,
+            )
         } else {
-            (&a32 as *const f32 as *const c_void, &b32 as *const f32 as *const c_void)
+            (
+                &a32 as *const f32 as *const c_void,
+                &b32 as *const f32 as *const c_void,
+            )
         };
         // SAFETY: the layouts describe memory inside the argument buffers
         // (the plan came from the kernel's in-bounds layouts); `d` holds
@@ -329,7 +418,9 @@ impl Blas {
     pub(crate) fn scratch_bytes(g: &Gemm) -> usize {
         match g.plan.epilogue {
             Epilogue::Fused { .. } => 0,
-            Epilogue::Kernel(_) => (g.plan.batch * g.plan.m * g.plan.n) as usize * g.plan.d_dtype.size_in_bytes(),
+            Epilogue::Kernel(_) => {
+                (g.plan.batch * g.plan.m * g.plan.n) as usize * g.plan.d_dtype.size_in_bytes()
+            }
         }
     }
 }

@@ -7,8 +7,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use fusegraph_core::backend::cpu::CpuStorage;
 use fusegraph_core::backend::Storage;
-use fusegraph_core::schedule::{Body, BufRef, Kernel, Schedule};
+use fusegraph_core::schedule::{Body, BufRef, IndexBody, Kernel, Schedule};
 use fusegraph_core::{Device, Error, Result};
 
 use super::alloc::CudaBuffer;
@@ -41,6 +42,30 @@ fn run_kernel(be: &CudaBackend, k: &Arc<Kernel>, ptrs: &mut Vec<u64>) -> Result<
     launch(&l, ptrs, be.cu_stream(), &be.name)
 }
 
+/// Index kernels clamp out-of-range indices on the device (never an
+/// out-of-bounds read); to report `IndexOutOfRange` as the CPU does, the
+/// indices are read back and checked first (one small copy and a wait).
+/// Inside a graph capture nothing can be read back, so the check is skipped.
+fn check_indices(be: &CudaBackend, k: &Kernel, ix: &IndexBody, idx_ptr: u64) -> Result<()> {
+    let info = &k.args[1];
+    let mut host = CpuStorage::zeros(info.dtype, info.len);
+    be.read_into(idx_ptr, &mut host)?;
+    let size = ix.src.shape[ix.axis];
+    for p in ix.idx.indices() {
+        let raw = host.get_f64(p) as i64;
+        let i = if raw < 0 { raw + size as i64 } else { raw };
+        if i < 0 || i >= size as i64 {
+            return Err(Error::IndexOutOfRange {
+                op: if ix.gather { "gather" } else { "index_select" },
+                index: raw,
+                axis: ix.axis,
+                size,
+            });
+        }
+    }
+    Ok(())
+}
+
 fn missing(what: &str) -> Error {
     Error::Backend {
         op: "cuda execute",
@@ -48,13 +73,21 @@ fn missing(what: &str) -> Error {
     }
 }
 
-pub(crate) fn execute(be: &CudaBackend, s: &Schedule, leaves: &[Arc<Storage>]) -> Result<Vec<Arc<Storage>>> {
+pub(crate) fn execute(
+    be: &CudaBackend,
+    s: &Schedule,
+    leaves: &[Arc<Storage>],
+) -> Result<Vec<Arc<Storage>>> {
     let leaf_ptrs: Vec<u64> = leaves.iter().map(|l| be.ptr_of(l)).collect::<Result<_>>()?;
     let mut slots: Vec<Option<CudaBuffer>> = (0..s.plan.slots.len()).map(|_| None).collect();
     let profiling = fusegraph_core::profile::enabled() && !be.capturing.load(Ordering::Relaxed);
     let mut ptrs: Vec<u64> = Vec::with_capacity(8);
     for step in &s.steps {
-        let info = s.plan.slots.get(step.out).ok_or_else(|| missing("an output slot"))?;
+        let info = s
+            .plan
+            .slots
+            .get(step.out)
+            .ok_or_else(|| missing("an output slot"))?;
         if slots[step.out].is_none() {
             slots[step.out] = Some(be.alloc(nbytes(info.dtype, info.len))?);
         }
@@ -70,6 +103,11 @@ pub(crate) fn execute(be: &CudaBackend, s: &Schedule, leaves: &[Arc<Storage>]) -
             });
         }
         ptrs.push(slots[step.out].as_ref().map(|b| b.ptr()).unwrap_or(0));
+        if let Body::Index(ix) = &step.kernel.body {
+            if !be.capturing.load(Ordering::Relaxed) && step.kernel.out_numel() > 0 {
+                check_indices(be, &step.kernel, ix, ptrs[1])?;
+            }
+        }
         fusegraph_core::profile::time_kernel(&step.kernel, || {
             run_kernel(be, &step.kernel, &mut ptrs)?;
             if profiling {
@@ -83,7 +121,10 @@ pub(crate) fn execute(be: &CudaBackend, s: &Schedule, leaves: &[Arc<Storage>]) -
     s.outputs
         .iter()
         .map(|o| match o.buf {
-            BufRef::Leaf(l) => leaves.get(l).cloned().ok_or_else(|| missing("a leaf output")),
+            BufRef::Leaf(l) => leaves
+                .get(l)
+                .cloned()
+                .ok_or_else(|| missing("a leaf output")),
             BufRef::Slot(i) => {
                 if done[i].is_none() {
                     let info = &s.plan.slots[i];

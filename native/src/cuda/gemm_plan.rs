@@ -17,7 +17,9 @@
 //! with `Acc` replaced by a load of the scratch.
 
 use fusegraph_core::graph::op::{BinaryOp, UnaryOp};
-use fusegraph_core::schedule::{ArgInfo, Body, Expr, ExprId, ExprNode, Kernel, MapBody, MatmulBody};
+use fusegraph_core::schedule::{
+    ArgInfo, Body, Expr, ExprId, ExprNode, Kernel, MapBody, MatmulBody,
+};
 use fusegraph_core::{DType, Layout};
 
 /// One operand as cuBLASLt sees it.
@@ -53,7 +55,7 @@ pub(crate) enum Epilogue {
         bias: Option<(usize, usize)>,
     },
     /// The product goes to scratch of `acc_dtype`; this kernel finishes it.
-    Kernel(Kernel),
+    Kernel(Box<Kernel>),
 }
 
 /// A matmul kernel as one cuBLASLt call.
@@ -176,7 +178,7 @@ pub(crate) fn plan(k: &Kernel) -> Option<GemmPlan> {
             act: Activation::None,
             bias: None,
         },
-        _ => Epilogue::Kernel(epilogue_kernel(k, mm)),
+        _ => Epilogue::Kernel(Box::new(epilogue_kernel(k, mm))),
     };
     let d_dtype = match epilogue {
         Epilogue::Fused { .. } => out_dtype,
@@ -199,7 +201,9 @@ pub(crate) fn plan(k: &Kernel) -> Option<GemmPlan> {
 fn strip(e: &Expr, mut id: ExprId, out: DType) -> ExprId {
     while let ExprNode::Cast(to, x) = &e.nodes[id] {
         let from = e.dtypes[*x];
-        let widening = from != DType::F64 && *to == DType::F32 && matches!(from, DType::F16 | DType::BF16 | DType::F32);
+        let widening = from != DType::F64
+            && *to == DType::F32
+            && matches!(from, DType::F16 | DType::BF16 | DType::F32);
         if *to == out || widening {
             id = *x;
         } else {
@@ -319,16 +323,47 @@ mod tests {
         let b = leaf(&[4, 6], DType::F32);
         let p = plan(&matmul_kernel(&a.matmul(&b).unwrap())).unwrap();
         assert_eq!((p.m, p.n, p.k, p.batch), (8, 6, 4, 1));
-        assert_eq!(p.x, Operand { arg: 1, transpose: false, rows: 6, cols: 4, ld: 6, batch_stride: 0, offset: 0 });
-        assert_eq!(p.y, Operand { arg: 0, transpose: false, rows: 4, cols: 8, ld: 4, batch_stride: 0, offset: 0 });
-        assert_eq!(p.epilogue, Epilogue::Fused { act: Activation::None, bias: None });
+        assert_eq!(
+            p.x,
+            Operand {
+                arg: 1,
+                transpose: false,
+                rows: 6,
+                cols: 4,
+                ld: 6,
+                batch_stride: 0,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            p.y,
+            Operand {
+                arg: 0,
+                transpose: false,
+                rows: 4,
+                cols: 8,
+                ld: 4,
+                batch_stride: 0,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            p.epilogue,
+            Epilogue::Fused {
+                act: Activation::None,
+                bias: None
+            }
+        );
     }
 
     #[test]
     fn transposed_views_become_flags() {
         let a = leaf(&[4, 8], DType::F32);
         let b = leaf(&[6, 4], DType::F32);
-        let p = plan(&matmul_kernel(&a.t().unwrap().matmul(&b.t().unwrap()).unwrap())).unwrap();
+        let p = plan(&matmul_kernel(
+            &a.t().unwrap().matmul(&b.t().unwrap()).unwrap(),
+        ))
+        .unwrap();
         assert!(p.x.transpose && p.y.transpose);
         assert_eq!((p.x.rows, p.x.cols, p.x.ld), (4, 6, 4));
         assert_eq!((p.y.rows, p.y.cols, p.y.ld), (8, 4, 8));
@@ -350,8 +385,20 @@ mod tests {
         let bias = leaf(&[6], DType::F32);
         let y = a.matmul(&b).unwrap().add(&bias).unwrap().relu().unwrap();
         let p = plan(&matmul_kernel(&y)).unwrap();
-        assert!(matches!(p.epilogue, Epilogue::Fused { act: Activation::Relu, bias: Some((2, 0)) }));
-        let z = a.matmul(&b).unwrap().mul_scalar(2.0).unwrap().exp().unwrap();
+        assert!(matches!(
+            p.epilogue,
+            Epilogue::Fused {
+                act: Activation::Relu,
+                bias: Some((2, 0))
+            }
+        ));
+        let z = a
+            .matmul(&b)
+            .unwrap()
+            .mul_scalar(2.0)
+            .unwrap()
+            .exp()
+            .unwrap();
         let p = plan(&matmul_kernel(&z)).unwrap();
         assert!(matches!(p.epilogue, Epilogue::Kernel(_)));
         assert_eq!(p.d_dtype, DType::F32);

@@ -21,8 +21,9 @@
 //! Rules: inputs must already be on the device (no uploads or read-backs
 //! while capturing; those are errors), and the buffers the closure
 //! allocates belong to the graph until it is dropped, so each replay
-//! rewrites the tensors the closure returned. Capture on one thread at a
-//! time per device.
+//! rewrites the tensors the closure returned. While one thread captures,
+//! other threads that use the device wait until the capture ends (their
+//! work would otherwise be recorded into the graph).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -52,7 +53,7 @@ impl<T> Captured<T> {
     /// Queues one more run of the recorded work (asynchronous, like any launch).
     pub fn replay(&self) -> Result<()> {
         let be = &self.backend;
-        let _g = be.guard();
+        let _g = be.enter();
         be.bind()?;
         // SAFETY: the exec graph is live and belongs to this context.
         unsafe { result::graph::launch(self.exec, be.cu_stream()) }
@@ -91,16 +92,23 @@ pub fn capture<T>(dev: &Device, f: impl FnOnce() -> Result<T>) -> Result<Capture
     be.sync_stream()?;
     let stream = be.cu_stream();
     {
-        let _g = be.guard();
+        // Other threads wait from here until the capture ends, so none of
+        // their work lands in this graph.
+        let _g = be.begin_capture_owner();
         be.pool.begin_capture();
         be.capturing.store(true, Ordering::Relaxed);
         // SAFETY: our live stream; relaxed mode lets allocation and module
         // loading (first use of a kernel) happen during the capture.
         if let Err(e) = unsafe {
-            result::stream::begin_capture(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+            result::stream::begin_capture(
+                stream,
+                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED,
+            )
         } {
             be.capturing.store(false, Ordering::Relaxed);
             drop(be.pool.end_capture());
+            drop(_g);
+            be.end_capture_owner();
             return Err(error::driver("cuda graph capture", &be.name, e));
         }
     }
@@ -113,6 +121,7 @@ pub fn capture<T>(dev: &Device, f: impl FnOnce() -> Result<T>) -> Result<Capture
         g
     };
     let buffers = be.pool.end_capture();
+    be.end_capture_owner();
     let graph = ended.map_err(|e| error::driver("cuda graph capture", &be.name, e))?;
     let value = match value {
         Ok(v) => v,
@@ -128,7 +137,8 @@ pub fn capture<T>(dev: &Device, f: impl FnOnce() -> Result<T>) -> Result<Capture
     // SAFETY: a live graph; with a null array the call only counts nodes.
     unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut nodes) };
     // SAFETY: a complete graph of this context.
-    let exec = match unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) } {
+    let exec = match unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) }
+    {
         Ok(x) => x,
         Err(e) => {
             // SAFETY: not used again.

@@ -125,7 +125,12 @@ pub(crate) fn launch(
     if ptrs.len() != l.params {
         return Err(Error::Backend {
             op: "cuda launch",
-            message: format!("{}: {} buffers for {} parameters", l.name, ptrs.len(), l.params),
+            message: format!(
+                "{}: {} buffers for {} parameters",
+                l.name,
+                ptrs.len(),
+                l.params
+            ),
         });
     }
     let mut params: Vec<*mut c_void> = ptrs

@@ -23,7 +23,13 @@ fn roots() -> Vec<PathBuf> {
 pub(crate) fn lib_dirs() -> Vec<PathBuf> {
     roots()
         .into_iter()
-        .flat_map(|r| [r.join("lib64"), r.join("lib"), r.join("targets/x86_64-linux/lib")])
+        .flat_map(|r| {
+            [
+                r.join("lib64"),
+                r.join("lib"),
+                r.join("targets/x86_64-linux/lib"),
+            ]
+        })
         .filter(|d| d.is_dir())
         .collect()
 }

@@ -61,10 +61,10 @@ fn opened() -> &'static Mutex<HashMap<usize, Arc<CudaBackend>>> {
 /// Opens CUDA GPU `n` (once per process) and registers it with the core.
 pub fn open(n: usize) -> Result<Device> {
     let mut o = opened().lock().unwrap_or_else(|p| p.into_inner());
-    if !o.contains_key(&n) {
+    if let std::collections::hash_map::Entry::Vacant(slot) = o.entry(n) {
         let be = CudaBackend::open(n)?;
         fusegraph_core::backend::register(be.clone());
-        o.insert(n, be);
+        slot.insert(be);
     }
     Ok(Device::Cuda(n))
 }

@@ -80,7 +80,11 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 pub fn cubin(name: &str, source: &str, arch: u32) -> Result<Vec<u8>> {
     let (major, minor) = nvrtc_version()?;
     let version = format!("{major}.{minor}");
-    let key = fnv(&[source.as_bytes(), arch.to_string().as_bytes(), version.as_bytes()]);
+    let key = fnv(&[
+        source.as_bytes(),
+        arch.to_string().as_bytes(),
+        version.as_bytes(),
+    ]);
     let path = cache_dir().map(|d| d.join(format!("{key:016x}-sm_{arch}.cubin")));
     if let Some(p) = &path {
         if let Ok(bytes) = std::fs::read(p) {
@@ -158,7 +162,11 @@ fn log_of(prog: sys::nvrtcProgram) -> String {
     // SAFETY: `prog` is a live program.
     match unsafe { result::get_program_log(prog) } {
         Ok(chars) => {
-            let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+            let bytes: Vec<u8> = chars
+                .iter()
+                .map(|&c| c as u8)
+                .take_while(|&b| b != 0)
+                .collect();
             String::from_utf8_lossy(&bytes).into_owned()
         }
         Err(_) => String::new(),
