@@ -116,10 +116,52 @@ class Fusegraph {
     return wrap(() => raw.WasmTensor.concat(tensors.map((t) => handle(t).cloneHandle()), axis));
   }
 
+  /** Runs `fn`, then disposes the tensors it created except those it returns. */
+  tidy(fn) {
+    return tidy(fn);
+  }
+
   /** Tensor handles not yet freed (by `dispose()` or garbage collection). */
   liveTensors() {
     return guard(() => raw.liveHandles());
   }
+}
+
+// Open tidy() scopes: each collects the tensors created while it runs.
+const scopes = [];
+
+function track(t) {
+  scopes[scopes.length - 1]?.push(t);
+  return t;
+}
+
+/**
+ * Runs `fn` and disposes every tensor created during it except those it
+ * returns (a Tensor, or an array or plain object of them). Intermediate
+ * tensors of a chain otherwise live until garbage collection, which does
+ * not see the wasm memory they hold.
+ */
+export function tidy(fn) {
+  const scope = [];
+  scopes.push(scope);
+  let result;
+  try {
+    result = fn();
+  } finally {
+    scopes.pop();
+    const keep = new Set();
+    const collect = (v) => {
+      if (v instanceof Tensor) keep.add(v);
+      else if (Array.isArray(v)) v.forEach(collect);
+      else if (v && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach(collect);
+    };
+    collect(result);
+    for (const t of scope) {
+      if (keep.has(t)) track(t); // survives into the enclosing scope
+      else t.dispose();
+    }
+  }
+  return result;
 }
 
 /** The wasm handle of a Tensor argument (throws for anything else). */
@@ -154,6 +196,7 @@ export class Tensor {
 
   constructor(h) {
     this.#h = h;
+    track(this);
   }
 
   /** @internal */

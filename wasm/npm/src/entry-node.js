@@ -2,6 +2,6 @@
 import { readFile } from 'node:fs/promises';
 import { createInit } from './api.js';
 
-export { Tensor, FusegraphError } from './api.js';
+export { Tensor, FusegraphError, tidy } from './api.js';
 export const init = createInit(() => readFile(new URL('../dist/fusegraph_wasm_bg.wasm', import.meta.url)));
 export default init;

@@ -3,6 +3,6 @@
 import wasmModule from '../dist/fusegraph_wasm_bg.wasm';
 import { createInit } from './api.js';
 
-export { Tensor, FusegraphError } from './api.js';
+export { Tensor, FusegraphError, tidy } from './api.js';
 export const init = createInit(() => wasmModule);
 export default init;

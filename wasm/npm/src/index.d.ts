@@ -69,6 +69,9 @@ export interface InitOptions {
   wasm?: URL | string | BufferSource | Response | WebAssembly.Module | Promise<URL | string | BufferSource | Response | WebAssembly.Module>;
 }
 
+/** See {@link Fusegraph.tidy}. */
+export function tidy<T>(fn: () => T): T;
+
 /** Loads the wasm module (once per realm) and picks the backend new tensors use. */
 export function init(options?: InitOptions): Promise<Fusegraph>;
 export default init;
@@ -102,6 +105,13 @@ export interface Fusegraph {
   where(cond: Tensor, a: Tensor, b: Tensor): Tensor;
   /** Joins tensors along `axis`. */
   concat(tensors: Tensor[], axis?: number): Tensor;
+  /**
+   * Runs `fn` and disposes every tensor created during it except those it
+   * returns (a Tensor, or an array or plain object of them). Use it around
+   * chains: intermediates otherwise wait for garbage collection, which does
+   * not see the wasm memory they hold.
+   */
+  tidy<T>(fn: () => T): T;
   /** Tensor handles not yet freed (by `dispose()` or garbage collection). */
   liveTensors(): number;
 }

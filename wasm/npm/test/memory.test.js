@@ -44,3 +44,20 @@ test('wasm memory stays bounded over many 4 MB results when disposed', async () 
   // 100 x 4 MB = 400 MB if nothing were freed.
   assert.ok(peak < 200 * 2 ** 20, `array buffers peaked at ${(peak / 2 ** 20).toFixed(0)} MB`);
 });
+
+test('tidy() disposes the intermediates of a chain and keeps what it returns', async () => {
+  const before = fg.liveTensors();
+  const a = fg.ones([4]);
+  const { y, z } = fg.tidy(() => {
+    const t = a.mul(2).add(1);
+    return { y: t.relu(), z: [t.neg()] };
+  });
+  assert.equal(fg.liveTensors(), before + 3, 'a, y and z[0] remain');
+  assert.deepEqual(Array.from(await y.toArray()), [3, 3, 3, 3]);
+  assert.deepEqual(Array.from(await z[0].toArray()), [-3, -3, -3, -3]);
+  assert.equal(a.disposed, false);
+  [a, y, z[0]].forEach((t) => t.dispose());
+  assert.equal(fg.liveTensors(), before);
+  assert.throws(() => fg.tidy(() => fg.ones([2]).add(fg.ones([3]))), (e) => e.code === 'FG_SHAPE_MISMATCH');
+  assert.equal(fg.liveTensors(), before, 'a throwing tidy still disposes');
+});
