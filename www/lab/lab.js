@@ -1,0 +1,104 @@
+// The lab page's script: fetches an original photo, runs fusegraph's
+// fg.image.transform on it in the browser, on the wasm CPU backend and on
+// WebGPU where the browser has it, and fetches the same transform from the
+// worker; it shows each one's timings. Bundled by scripts/build.mjs.
+import { init } from 'fusegraph';
+
+const WASM = '/assets/fusegraph_wasm_bg.wasm';
+const REPS = 5;
+const $ = (id) => document.getElementById(id);
+
+function params() {
+  const f = new FormData($('params'));
+  return {
+    name: String(f.get('name')),
+    w: Number(f.get('w')),
+    q: Number(f.get('q')),
+    fmt: String(f.get('fmt')),
+    blur: Number(f.get('blur')),
+    sharpen: Number(f.get('sharpen')),
+  };
+}
+
+const ms = (v) => (Number.isFinite(v) ? v.toFixed(1) : '—');
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+function row(cells) {
+  const tr = document.createElement('tr');
+  for (const c of cells) {
+    const td = document.createElement('td');
+    td.textContent = c;
+    tr.append(td);
+  }
+  $('timings').tBodies[0].append(tr);
+}
+
+async function inBrowser(backend, bytes, p) {
+  if (backend === 'webgpu' && !navigator.gpu) {
+    row(['browser', 'webgpu', '—', '—', '—', '—', 'not available: this browser has no navigator.gpu']);
+    return null;
+  }
+  let fg;
+  try {
+    fg = await init({ backend, wasm: WASM });
+  } catch (e) {
+    row(['browser', backend, '—', '—', '—', '—', `not available: ${e.message}`]);
+    return null;
+  }
+  const opts = { width: p.w, quality: p.q, format: p.fmt, blur: p.blur || undefined, sharpen: p.sharpen || undefined };
+  fg.image.transform(bytes, opts); // warm-up: compiles kernels, grows memory
+  const runs = [];
+  for (let i = 0; i < REPS; i += 1) {
+    const t0 = performance.now();
+    const r = fg.image.transform(bytes, opts);
+    runs.push({ total: performance.now() - t0, r });
+  }
+  const mid = runs.find((x) => x.total === median(runs.map((y) => y.total)));
+  const t = mid.r.timings ?? {};
+  row(['browser', fg.backend, ms(t.decode), ms(t.process), ms(t.encode), ms(mid.total), `${mid.r.width}x${mid.r.height} ${mid.r.format}, ${mid.r.bytes.byteLength} B`]);
+  return mid.r;
+}
+
+async function onServer(p) {
+  const q = new URLSearchParams({ w: p.w, q: p.q, fmt: p.fmt, blur: p.blur, sharpen: p.sharpen });
+  const t0 = performance.now();
+  const r = await fetch(`/img/${encodeURIComponent(p.name)}?${q}`);
+  const body = await r.arrayBuffer();
+  const total = performance.now() - t0;
+  if (!r.ok) {
+    row(['worker', '—', '—', '—', '—', ms(total), `${r.status}: ${new TextDecoder().decode(body).trim()}`]);
+    return;
+  }
+  row(['worker (round trip)', 'wasm cpu', '—', '—', '—', ms(total), `${r.headers.get('X-Image-Size')}, ${body.byteLength} B, X-Cache: ${r.headers.get('X-Cache')}`]);
+}
+
+async function run() {
+  const p = params();
+  $('timings').tBodies[0].replaceChildren();
+  $('status').textContent = `running ${p.name}…`;
+  try {
+    const src = await fetch(`/src/${encodeURIComponent(p.name)}`);
+    if (!src.ok) throw new Error(`fetching the original answered ${src.status}`);
+    const bytes = new Uint8Array(await src.arrayBuffer());
+    let last = null;
+    for (const backend of ['cpu', 'webgpu']) last = (await inBrowser(backend, bytes, p)) ?? last;
+    await onServer(p);
+    if (last) {
+      const url = URL.createObjectURL(new Blob([last.bytes], { type: `image/${last.format}` }));
+      const img = $('preview');
+      img.width = last.width;
+      img.height = last.height;
+      img.src = url;
+    }
+    $('status').textContent = `done: ${p.name}, median of ${REPS} runs in the browser`;
+  } catch (e) {
+    $('status').textContent = `failed: ${e.message}`;
+  }
+  $('status').dataset.done = '1';
+}
+
+$('params').addEventListener('submit', (e) => {
+  e.preventDefault();
+  run();
+});
+run();
