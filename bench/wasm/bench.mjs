@@ -1,0 +1,323 @@
+// fusegraph (wasm, SIMD128, one thread) side by side with
+// @tensorflow/tfjs-backend-wasm (SIMD, one thread) and onnxruntime-web
+// (wasm, SIMD, one thread) in one Node process, on the same input bits.
+//
+// Each case is warmed up 5 times, then timed REPS times (fewer for the slow
+// cases); we report median, p10 and p90. Two timings:
+//  - end to end: JS typed arrays in -> result in a JS typed array, which is
+//    what onnxruntime-web's session.run always does (it copies inputs into
+//    its heap and outputs out); all three libraries are measured this way;
+//  - compute: inputs already inside the library, result left there
+//    (fusegraph: realize(); tfjs: the eager op), for fusegraph and tfjs.
+// Every library's output is checked against an f64 reference (matmul: 2048
+// sampled entries) in the same run. Results: ../results/wasm.json.
+//
+// Roofline: elementwise and softmax GB/s are compared with the copy
+// bandwidth of one thread measured in the same run (TypedArray.set over
+// 64 MiB); matmul GFLOP/s with a nominal SIMD128 peak of one core,
+// 16 flop/cycle (a 4-lane f32 mul and a 4-lane add issued every cycle,
+// twice: what the two vector ports of current x86 cores sustain) times the
+// clock os.cpus() reports.
+//
+// Usage: node bench.mjs [--quick] [--only=SUBSTRING]
+
+import os from 'node:os';
+import { writeFileSync, readFileSync } from 'node:fs';
+import { init } from 'fusegraph';
+import * as tf from '@tensorflow/tfjs-core';
+import { setWasmPaths, setThreadsCount } from '@tensorflow/tfjs-backend-wasm';
+import * as ort from 'onnxruntime-web';
+import { buildModel } from './onnx.mjs';
+
+const quick = process.argv.includes('--quick');
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
+
+// ---- setup: one thread everywhere ----
+const fg = await init({ backend: 'cpu' });
+const tfDist = new URL('./node_modules/@tensorflow/tfjs-backend-wasm/dist/', import.meta.url).pathname;
+tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
+setWasmPaths(tfDist);
+setThreadsCount(1);
+await tf.setBackend('wasm');
+await tf.ready();
+ort.env.wasm.numThreads = 1;
+ort.env.wasm.simd = true;
+
+// ---- helpers ----
+function randomF32(n, seed) {
+  let s = seed >>> 0;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    out[i] = (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
+  }
+  return out;
+}
+
+function stats(times) {
+  const s = [...times].sort((a, b) => a - b);
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * (s.length - 1) + 0.5))];
+  return { median_ms: q(0.5), p10_ms: q(0.1), p90_ms: q(0.9), reps: s.length };
+}
+
+async function time(fn, reps) {
+  for (let i = 0; i < 5; i++) await fn();
+  const times = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    await fn();
+    times.push(performance.now() - t0);
+  }
+  return stats(times);
+}
+
+/** Max relative error of `got` against `want(i)` at indices `idx` (all when null), |g-w| / max(|w|, 1). */
+function maxErr(got, want, idx = null) {
+  let e = 0;
+  const n = idx ? idx.length : got.length;
+  for (let k = 0; k < n; k++) {
+    const i = idx ? idx[k] : k;
+    const w = want(i);
+    e = Math.max(e, Math.abs(got[i] - w) / Math.max(Math.abs(w), 1));
+  }
+  return e;
+}
+
+/**
+ * Runs `make` in a tf.tidy and reads the tensor it returns. The read happens
+ * outside the tidy on purpose: tidy walks whatever its callback returns, and
+ * walking a large typed array element by element costs seconds (and at 16M
+ * elements exhausts V8: "invalid size"), which would be timed as tfjs's work.
+ */
+function tfRead(make) {
+  const t = tf.tidy(make);
+  try {
+    return t.dataSync();
+  } finally {
+    t.dispose();
+  }
+}
+
+async function ortSession(model) {
+  return ort.InferenceSession.create(buildModel(model), { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+}
+
+// ---- cases ----
+function matmulCase(n) {
+  const a = randomF32(n * n, 1);
+  const b = randomF32(n * n, 2);
+  const rng = randomF32(4096, 3);
+  const idx = Array.from({ length: 2048 }, (_, i) => Math.floor(((rng[i] + 1) / 2) * n * n));
+  const want = (i) => {
+    const r = Math.floor(i / n);
+    const c = i % n;
+    let s = 0;
+    for (let p = 0; p < n; p++) s += a[r * n + p] * b[p * n + c];
+    return s;
+  };
+  return {
+    name: `matmul f32 ${n}x${n}x${n}`,
+    flops: 2 * n ** 3,
+    bytes: 3 * 4 * n * n,
+    reps: n >= 1024 ? (quick ? 5 : 30) : quick ? 10 : 100,
+    tol: 1e-5 * Math.max(Math.sqrt(n) / 4, 1),
+    check: (out) => maxErr(out, want, idx),
+    fusegraph: {
+      inputs: () => [fg.tensor(a, [n, n]).realize(), fg.tensor(b, [n, n]).realize()],
+      e2e: () => fg.tidy(() => fg.tensor(a, [n, n]).matmul(fg.tensor(b, [n, n])).toArraySync()),
+      compute: ([x, y]) => fg.tidy(() => x.matmul(y).realize()),
+    },
+    tfjs: {
+      inputs: () => [tf.tensor2d(a, [n, n]), tf.tensor2d(b, [n, n])],
+      e2e: () => tfRead(() => tf.matMul(tf.tensor2d(a, [n, n]), tf.tensor2d(b, [n, n]))),
+      compute: ([x, y]) => tf.matMul(x, y),
+    },
+    ort: {
+      model: { inputs: [{ name: 'a', shape: [n, n] }, { name: 'b', shape: [n, n] }], nodes: [{ op: 'MatMul', inputs: ['a', 'b'], output: 'y' }], output: { name: 'y', shape: [n, n] } },
+      feeds: () => ({ a: new ort.Tensor('float32', a, [n, n]), b: new ort.Tensor('float32', b, [n, n]) }),
+    },
+  };
+}
+
+function chainCase(n) {
+  const a = randomF32(n, 4);
+  const b = randomF32(n, 5);
+  const c = randomF32(n, 6);
+  return {
+    name: `relu(a*b+c) f32 ${n / (1 << 20)}M`,
+    flops: 3 * n,
+    bytes: 16 * n,
+    reps: n >= 1 << 24 ? (quick ? 5 : 20) : quick ? 10 : 100,
+    tol: 1e-5 * 3,
+    check: (out) => maxErr(out, (i) => Math.max(a[i] * b[i] + c[i], 0)),
+    fusegraph: {
+      inputs: () => [fg.tensor(a).realize(), fg.tensor(b).realize(), fg.tensor(c).realize()],
+      e2e: () => fg.tidy(() => fg.tensor(a).mul(fg.tensor(b)).add(fg.tensor(c)).relu().toArraySync()),
+      compute: ([x, y, z]) => fg.tidy(() => x.mul(y).add(z).relu().realize()),
+    },
+    tfjs: {
+      inputs: () => [tf.tensor1d(a), tf.tensor1d(b), tf.tensor1d(c)],
+      e2e: () => tfRead(() => tf.relu(tf.add(tf.mul(tf.tensor1d(a), tf.tensor1d(b)), tf.tensor1d(c)))),
+      compute: ([x, y, z]) => tf.tidy(() => tf.relu(tf.add(tf.mul(x, y), z))),
+    },
+    ort: {
+      model: {
+        inputs: ['a', 'b', 'c'].map((name) => ({ name, shape: [n] })),
+        nodes: [
+          { op: 'Mul', inputs: ['a', 'b'], output: 'ab' },
+          { op: 'Add', inputs: ['ab', 'c'], output: 'abc' },
+          { op: 'Relu', inputs: ['abc'], output: 'y' },
+        ],
+        output: { name: 'y', shape: [n] },
+      },
+      feeds: () => ({ a: new ort.Tensor('float32', a, [n]), b: new ort.Tensor('float32', b, [n]), c: new ort.Tensor('float32', c, [n]) }),
+    },
+  };
+}
+
+function softmaxCase(rows, cols) {
+  const x = randomF32(rows * cols, 7).map((v) => v * 8);
+  const want = new Float64Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    let m = -Infinity;
+    for (let j = 0; j < cols; j++) m = Math.max(m, x[r * cols + j]);
+    let s = 0;
+    for (let j = 0; j < cols; j++) s += Math.exp(x[r * cols + j] - m);
+    for (let j = 0; j < cols; j++) want[r * cols + j] = Math.exp(x[r * cols + j] - m) / s;
+  }
+  return {
+    name: `softmax f32 (${rows}, ${cols}) last axis`,
+    flops: 5 * rows * cols,
+    bytes: 8 * rows * cols,
+    reps: quick ? 10 : 100,
+    tol: 1e-5 * 4 * Math.max(Math.sqrt(cols) / 4, 1),
+    check: (out) => maxErr(out, (i) => want[i]),
+    fusegraph: {
+      inputs: () => [fg.tensor(x, [rows, cols]).realize()],
+      e2e: () => fg.tidy(() => fg.tensor(x, [rows, cols]).softmax(-1).toArraySync()),
+      compute: ([t]) => fg.tidy(() => t.softmax(-1).realize()),
+    },
+    tfjs: {
+      inputs: () => [tf.tensor2d(x, [rows, cols])],
+      e2e: () => tfRead(() => tf.softmax(tf.tensor2d(x, [rows, cols]))),
+      compute: ([t]) => tf.softmax(t),
+    },
+    ort: {
+      model: { inputs: [{ name: 'x', shape: [rows, cols] }], nodes: [{ op: 'Softmax', inputs: ['x'], output: 'y', attrs: { axis: -1 } }], output: { name: 'y', shape: [rows, cols] } },
+      feeds: () => ({ x: new ort.Tensor('float32', x, [rows, cols]) }),
+    },
+  };
+}
+
+const allCases = [
+  matmulCase(256),
+  matmulCase(512),
+  matmulCase(1024),
+  chainCase(1 << 20),
+  chainCase(1 << 22),
+  chainCase(1 << 24),
+  softmaxCase(1024, 1024),
+  softmaxCase(8192, 128),
+];
+
+const cases = only ? allCases.filter((c) => c.name.includes(only)) : allCases;
+
+/** GB/s of one thread copying 64 MiB with TypedArray.set (read + write counted). */
+function copyBandwidth() {
+  const src = randomF32(1 << 24, 9);
+  const dst = new Float32Array(src.length);
+  const times = [];
+  for (let i = 0; i < 25; i++) {
+    const t0 = performance.now();
+    dst.set(src);
+    times.push(performance.now() - t0);
+  }
+  return (2 * src.byteLength) / stats(times.slice(5)).median_ms / 1e6;
+}
+const copyGbps = copyBandwidth();
+const mhz = os.cpus()[0]?.speed ?? 0;
+const peakGflops = (16 * mhz) / 1000;
+
+// ---- run ----
+const results = [];
+for (const c of cases) {
+  const row = { case: c.name, flops: c.flops, tolerance: c.tol };
+  // fusegraph
+  row.fusegraph_check = c.check(c.fusegraph.e2e());
+  row.fusegraph_e2e = await time(c.fusegraph.e2e, c.reps);
+  {
+    const ins = c.fusegraph.inputs();
+    row.fusegraph_compute = await time(() => ins.length && c.fusegraph.compute(ins).dispose(), c.reps);
+    const r = c.fusegraph.compute(ins);
+    row.fusegraph_compute_check = c.check(r.toArraySync());
+    r.dispose();
+    ins.forEach((t) => t.dispose());
+  }
+  // tfjs-backend-wasm
+  row.tfjs_check = c.check(c.tfjs.e2e());
+  row.tfjs_e2e = await time(c.tfjs.e2e, c.reps);
+  {
+    const ins = c.tfjs.inputs();
+    row.tfjs_compute = await time(() => c.tfjs.compute(ins).dispose(), c.reps);
+    ins.forEach((t) => t.dispose());
+  }
+  // onnxruntime-web
+  const session = await ortSession(c.ort.model);
+  const run = async () => (await session.run(c.ort.feeds())).y.data;
+  row.ort_check = c.check(await run());
+  row.ort_e2e = await time(run, c.reps);
+  await session.release();
+
+  row.ok = [row.fusegraph_check, row.fusegraph_compute_check, row.tfjs_check, row.ort_check].every((e) => e <= c.tol);
+  row.ratio_vs_tfjs_e2e = row.tfjs_e2e.median_ms / row.fusegraph_e2e.median_ms;
+  row.ratio_vs_tfjs_compute = row.tfjs_compute.median_ms / row.fusegraph_compute.median_ms;
+  row.ratio_vs_ort_e2e = row.ort_e2e.median_ms / row.fusegraph_e2e.median_ms;
+  row.fusegraph_gflops_compute = c.flops / row.fusegraph_compute.median_ms / 1e6;
+  row.fusegraph_gbps_compute = c.bytes / row.fusegraph_compute.median_ms / 1e6;
+  row.roofline_fraction = c.name.startsWith('matmul')
+    ? peakGflops > 0 ? row.fusegraph_gflops_compute / peakGflops : null
+    : row.fusegraph_gbps_compute / copyGbps;
+  results.push(row);
+  const f = (s) => s.median_ms.toFixed(3).padStart(9);
+  console.log(
+    `${c.name.padEnd(34)} fg e2e ${f(row.fusegraph_e2e)} compute ${f(row.fusegraph_compute)} | tfjs e2e ${f(row.tfjs_e2e)} compute ${f(row.tfjs_compute)} | ort e2e ${f(row.ort_e2e)} ms | ` +
+      `x tfjs ${row.ratio_vs_tfjs_e2e.toFixed(2)}/${row.ratio_vs_tfjs_compute.toFixed(2)} x ort ${row.ratio_vs_ort_e2e.toFixed(2)} | ${row.fusegraph_gflops_compute.toFixed(1)} GFLOP/s ${row.ok ? 'ok' : 'CHECK FAILED'}`,
+  );
+}
+
+// Read from node_modules directly: not every package exports its package.json.
+const version = (p) => JSON.parse(readFileSync(new URL(`./node_modules/${p}/package.json`, import.meta.url), 'utf8')).version;
+const out = {
+  suite: 'wasm',
+  note: 'Node, one thread each, SIMD128. ratio = peer median / fusegraph median (above 1: fusegraph faster). e2e = typed arrays in, typed array out; compute = inputs resident, result left in the library.',
+  quick,
+  date: new Date().toISOString(),
+  machine: {
+    cpu: os.cpus()[0]?.model,
+    cores: os.cpus().length,
+    memory_gib: +(os.totalmem() / 2 ** 30).toFixed(1),
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    v8: process.versions.v8,
+    cpu_mhz: mhz,
+    nominal_simd128_peak_gflops_one_core: peakGflops,
+    copy_bandwidth_gbps_one_thread: +copyGbps.toFixed(2),
+    loadavg_end: os.loadavg(),
+  },
+  versions: {
+    fusegraph: version('fusegraph'),
+    '@tensorflow/tfjs-core': version('@tensorflow/tfjs-core'),
+    '@tensorflow/tfjs-backend-wasm': version('@tensorflow/tfjs-backend-wasm'),
+    'onnxruntime-web': version('onnxruntime-web'),
+    tfjs_backend: tf.getBackend(),
+  },
+  results,
+};
+// Partial runs (--quick, --only) do not overwrite the recorded results.
+const path = only || quick ? new URL(`file://${os.tmpdir()}/fusegraph-wasm-bench.json`) : new URL('../results/wasm.json', import.meta.url);
+writeFileSync(path, JSON.stringify(out, null, 2) + '\n');
+console.log(`wrote ${path.pathname}`);
+if (!results.every((r) => r.ok)) process.exit(1);
