@@ -26,6 +26,50 @@ def fill(shape, seed):
     return (np.modf(x)[0] * 2.0 - 1.0).astype(np.float32).reshape(shape)
 
 
+def noise(shape, seed):
+    """Uniform [-1, 1) from splitmix64 of (index ^ seed << 32), rounded to float32 (as `measure::noise`)."""
+    n = int(np.prod(shape))
+    with np.errstate(over="ignore"):
+        z = (np.arange(n, dtype=np.uint64) ^ np.uint64(seed << 32)) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    u = (z >> np.uint64(11)).astype(np.float64) * (1.0 / 2**53)
+    return (u * 2.0 - 1.0).astype(np.float32).reshape(shape)
+
+
+def recon_err(recon, a):
+    """max |recon - a| / max |a| in float64."""
+    a = a.astype(np.float64)
+    return float(np.abs(recon - a).max() / np.abs(a).max())
+
+
+def decomp_cases(r):
+    n = 512
+    a = noise((n, n), 31)
+    x = noise((n, n), 32).astype(np.float64)
+    spd = (x @ x.T / n + np.eye(n)).astype(np.float32)
+    w = lambda t: t.astype(np.float64)
+
+    def svd_check(_):
+        u, s, vt = np.linalg.svd(a, full_matrices=False)
+        return recon_err(w(u) * w(s) @ w(vt), a)
+
+    def qr_check(_):
+        q, rr = np.linalg.qr(a)
+        return recon_err(w(q) @ w(rr), a)
+
+    def chol_check(_):
+        l = w(np.linalg.cholesky(spd))
+        return recon_err(l @ l.T, spd)
+
+    return [
+        ("svd_512", r(20), lambda: np.linalg.svd(a, full_matrices=False)[1], svd_check, 1e-4),
+        ("qr_512", r(50), lambda: np.abs(np.linalg.qr(a)[1]), qr_check, 1e-4),
+        ("cholesky_512", r(100), lambda: np.linalg.cholesky(spd), chol_check, 1e-4),
+    ]
+
+
 def timed(fn, warmup, reps):
     for _ in range(warmup):
         fn()
@@ -93,6 +137,7 @@ def cases(quick):
     s = fill((8,), 21)
     tiny = 100 if quick else 1000
     out.append(("cached_10op_chain", tiny, lambda: chain(s), lambda y: err(y, chain(s.astype(np.float64))), 1e-4))
+    out.extend(decomp_cases(r))
     return out
 
 

@@ -202,8 +202,45 @@ pub enum Error {
         why: String,
     },
 
+    #[error("{op}: matrix {batch_index} of the batch (shape {shape:?}) is not symmetric positive definite")]
+    NotPositiveDefinite {
+        op: &'static str,
+        shape: Vec<usize>,
+        batch_index: usize,
+    },
+
+    #[error("{op}: the iteration did not converge for shape {shape:?}: {why}")]
+    NoConvergence {
+        op: &'static str,
+        shape: Vec<usize>,
+        why: String,
+    },
+
     #[error("{op}: shape {shape:?} has more elements than fit in memory")]
     TooLarge { op: &'static str, shape: Vec<usize> },
+
+    #[error("{op}: cannot decode {format} image: {why}")]
+    ImageDecode {
+        op: &'static str,
+        format: String,
+        why: String,
+    },
+
+    #[error("{op}: image of {width}x{height} is over the limit ({limit})")]
+    ImageTooLarge {
+        op: &'static str,
+        width: u64,
+        height: u64,
+        limit: String,
+    },
+
+    #[error("{op}: cannot encode {format} image of shape {shape:?}: {why}")]
+    ImageEncode {
+        op: &'static str,
+        format: String,
+        shape: Vec<usize>,
+        why: String,
+    },
 
     #[error("{op}: backend failure: {message}")]
     Backend { op: &'static str, message: String },

@@ -239,14 +239,13 @@ pub fn kernels_unfused(t: &Tensor) -> Result<usize> {
 /// True when `dev` computes `dtype` (the CPU computes every dtype; wgpu has
 /// no f64, and f16 only with the adapter's `shader-f16`).
 pub fn supports(dev: &Device, dtype: DType) -> bool {
-    match dev {
+    match (dev, dtype) {
         #[cfg(feature = "wgpu")]
-        Device::Wgpu => match dtype {
-            DType::F64 => false,
-            DType::F16 => fusegraph_core::backend::wgpu::current()
-                .is_some_and(|b| b.render_options().shader_f16),
-            _ => true,
-        },
+        (Device::Wgpu, DType::F64) => false,
+        #[cfg(feature = "wgpu")]
+        (Device::Wgpu, DType::F16) => {
+            fusegraph_core::backend::wgpu::current().is_some_and(|b| b.render_options().shader_f16)
+        }
         _ => true,
     }
 }

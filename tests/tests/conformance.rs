@@ -74,6 +74,10 @@ macro_rules! conformance {
                 use super::*;
                 include!("conformance/memory.rs");
             }
+            mod decomp {
+                use super::*;
+                include!("conformance/decomp.rs");
+            }
             mod props {
                 use super::*;
                 include!("conformance/props.rs");

@@ -40,6 +40,8 @@ pub fn error_code(e: &Error) -> &'static str {
         Error::OutOfMemory { .. } | Error::TooLarge { .. } => "FG_OUT_OF_MEMORY",
         Error::DeviceLost { .. } => "FG_DEVICE_LOST",
         Error::Backend { .. } => "FG_BACKEND",
+        Error::NotPositiveDefinite { .. } => "FG_NOT_POSITIVE_DEFINITE",
+        Error::NoConvergence { .. } => "FG_NO_CONVERGENCE",
         _ => "FG_ERROR",
     }
 }

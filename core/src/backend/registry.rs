@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
+use crate::backend::cpu::decomp::Decomposition;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::storage::Storage;
 use crate::device::Device;
@@ -38,6 +39,22 @@ pub trait Backend: Send + Sync {
 
     /// Waits until all submitted work has finished.
     fn synchronize(&self) -> Result<()>;
+
+    /// Factorizes `batch` contiguous row-major m×n matrices in `input` on the
+    /// device (cuSOLVER, say), returning one storage per factor in the order
+    /// of [`Decomposition::factor_shapes`]. `None`: not offered here; the
+    /// matrices then go through the host.
+    fn decompose(
+        &self,
+        kind: Decomposition,
+        input: &Storage,
+        batch: usize,
+        m: usize,
+        n: usize,
+    ) -> Option<Result<Vec<Storage>>> {
+        let _ = (kind, input, batch, m, n);
+        None
+    }
 }
 
 type Registry = RwLock<HashMap<Device, Arc<dyn Backend>>>;

@@ -104,6 +104,34 @@ impl Tensor {
         })
     }
 
+    /// A realized contiguous tensor of `shape` over storage a backend made
+    /// (its length must match the shape).
+    pub(crate) fn from_device_storage(
+        storage: Storage,
+        shape: &[usize],
+        device: Device,
+    ) -> Result<Tensor> {
+        let numel: usize = shape.iter().product();
+        if storage.len() != numel {
+            return Err(Error::ElementCount {
+                op: "from_device_storage",
+                shape: shape.to_vec(),
+                expected: numel,
+                got: storage.len(),
+            });
+        }
+        let dtype = storage.dtype();
+        Ok(Tensor {
+            node: Node::new(
+                dtype,
+                Layout::contiguous(shape),
+                numel,
+                State::Ready(Arc::new(storage)),
+            ),
+            device,
+        })
+    }
+
     /// Every element equal to `value` (rounded to `dtype`).
     pub fn full(
         value: f64,

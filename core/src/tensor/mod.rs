@@ -11,6 +11,7 @@
 //! ```
 
 mod create;
+mod decomp;
 mod elementwise;
 mod index;
 mod interop;

@@ -14,6 +14,7 @@ use fusegraph_core::schedule::Body;
 use fusegraph_core::{Error, Limits, Result, Tensor};
 use serde_json::{json, Value};
 
+use super::bench_decomp;
 use super::measure::{
     check, check_scaled, checksum, cost, input, machine, memcpy_gbps, roofline_fraction, stats_of,
     time, Check, Stats,
@@ -179,7 +180,45 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
             )
         }),
     });
+    v.extend(decomp_cases(r)?);
     Ok(v)
+}
+
+/// SVD, QR and Cholesky of 512×512 f32. The build closure runs the
+/// factorization (decompositions are eager); the check factors again and
+/// reconstructs.
+fn decomp_cases(r: impl Fn(usize) -> usize) -> Result<Vec<Case>> {
+    let n = 512;
+    let a = bench_decomp::decomp_input(n, 31)?;
+    let spd = bench_decomp::spd_input(n, 32)?;
+    let (a1, a2, a3, a4, s1) = (a.clone(), a.clone(), a.clone(), a.clone(), spd.clone());
+    Ok(vec![
+        Case {
+            name: "svd_512",
+            what: "thin SVD (U, S, Vt) of 512x512 f32".into(),
+            reps: r(20),
+            checksum_scale: None,
+            build: Box::new(move || a1.svd().map(|(_, s, _)| s)),
+            verify: Box::new(move |_| bench_decomp::check_svd(&a2)),
+        },
+        Case {
+            name: "qr_512",
+            what: "reduced QR (Q, R) of 512x512 f32, then |R| (row signs of R are not unique)"
+                .into(),
+            reps: r(50),
+            checksum_scale: None,
+            build: Box::new(move || a3.qr()?.1.abs()),
+            verify: Box::new(move |_| bench_decomp::check_qr(&a4)),
+        },
+        Case {
+            name: "cholesky_512",
+            what: "Cholesky L of a 512x512 f32 SPD matrix".into(),
+            reps: r(100),
+            checksum_scale: None,
+            build: Box::new(move || spd.cholesky()),
+            verify: Box::new(move |_| bench_decomp::check_cholesky(&s1)),
+        },
+    ])
 }
 
 /// Asserts that the transposed operand reaches the matmul kernel as a strided view.

@@ -63,6 +63,22 @@ pub fn fill(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// Uniform values in [-1, 1) from splitmix64 of the element index and seed,
+/// rounded to f32 (`bench/cpu_numpy.py` draws the same bits). Unlike
+/// [`fill`], the matrices they make are unstructured and full rank, which
+/// decompositions need.
+pub fn noise(n: usize, seed: u64) -> Vec<f32> {
+    (0..n as u64)
+        .map(|i| {
+            let mut z = (i ^ (seed << 32)).wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ((z >> 11) as f64 * (1.0 / (1u64 << 53) as f64) * 2.0 - 1.0) as f32
+        })
+        .collect()
+}
+
 /// A realized f32 tensor of `shape` filled by [`fill`].
 pub fn input(shape: &[usize], seed: u64) -> Result<Tensor> {
     let n = shape.iter().product();

@@ -3,6 +3,7 @@
 pub mod bench;
 #[cfg(feature = "cuda")]
 pub mod bench_cuda;
+pub mod bench_decomp;
 #[cfg(feature = "wgpu")]
 pub mod bench_wgpu;
 pub mod demo;

@@ -43,6 +43,8 @@ export type ErrorCode =
   | 'FG_OUT_OF_MEMORY'
   | 'FG_DEVICE_LOST'
   | 'FG_BACKEND'
+  | 'FG_NOT_POSITIVE_DEFINITE'
+  | 'FG_NO_CONVERGENCE'
   | 'FG_DISPOSED'
   | 'FG_PANIC'
   | 'FG_ERROR';

@@ -4,6 +4,7 @@
 pub mod access;
 pub mod compute;
 pub mod copy;
+pub mod decomp;
 pub mod eval;
 pub mod exec;
 pub mod fastmath;

@@ -1,0 +1,134 @@
+//! Matrix decompositions: Cholesky, QR and SVD over the last two axes (the
+//! leading axes are a batch), in f32 and f64. They run eagerly: the input
+//! is realized, factorized, and the factors come back as realized tensors
+//! on the input's device. A GPU backend may factorize on the device
+//! ([`Backend::decompose`](crate::backend::Backend::decompose)); otherwise
+//! the matrices go through the host (faer).
+
+use super::Tensor;
+use crate::backend::cpu::decomp::{decompose, Decomposition};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+impl Tensor {
+    /// The lower-triangular `L` with `self = L Lᵀ`, for a symmetric
+    /// positive-definite `[.., n, n]` tensor (only the lower triangle is read).
+    ///
+    /// ```
+    /// use fusegraph_core::{Device, Tensor};
+    /// let a = Tensor::from_vec(vec![4.0f64, 2.0, 2.0, 3.0], [2, 2], &Device::Cpu)?;
+    /// let l = a.cholesky()?.to_vec::<f64>()?;
+    /// assert!((l[0] - 2.0).abs() < 1e-12 && l[1] == 0.0 && (l[2] - 1.0).abs() < 1e-12);
+    /// # Ok::<(), fusegraph_core::Error>(())
+    /// ```
+    pub fn cholesky(&self) -> Result<Tensor> {
+        let mut f = self.decompose(Decomposition::Cholesky)?;
+        f.pop().ok_or_else(|| missing("cholesky"))
+    }
+
+    /// The reduced QR decomposition `self = Q R` of a `[.., m, n]` tensor:
+    /// `Q` is `[.., m, k]` with orthonormal columns, `R` is `[.., k, n]` upper
+    /// triangular, `k = min(m, n)` (NumPy's `mode="reduced"`).
+    pub fn qr(&self) -> Result<(Tensor, Tensor)> {
+        let mut f = self.decompose(Decomposition::Qr)?.into_iter();
+        match (f.next(), f.next()) {
+            (Some(q), Some(r)) => Ok((q, r)),
+            _ => Err(missing("qr")),
+        }
+    }
+
+    /// The thin SVD `self = U diag(S) Vᵀ` of a `[.., m, n]` tensor: `U` is
+    /// `[.., m, k]`, `S` is `[.., k]` (descending, non-negative), `Vᵀ` is
+    /// `[.., k, n]`, `k = min(m, n)` (`torch.linalg.svd(full_matrices=False)`).
+    pub fn svd(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let mut f = self.decompose(Decomposition::Svd)?.into_iter();
+        match (f.next(), f.next(), f.next()) {
+            (Some(u), Some(s), Some(vt)) => Ok((u, s, vt)),
+            _ => Err(missing("svd")),
+        }
+    }
+
+    fn decompose(&self, kind: Decomposition) -> Result<Vec<Tensor>> {
+        let op = kind.name();
+        if self.rank() < 2 {
+            return Err(Error::RankTooLow {
+                op,
+                min: 2,
+                shape: self.shape().to_vec(),
+            });
+        }
+        let r = self.rank();
+        let (m, n) = (self.shape()[r - 2], self.shape()[r - 1]);
+        if kind == Decomposition::Cholesky && m != n {
+            return Err(Error::InvalidArgument {
+                op,
+                what: "matrix shape",
+                expected: "square matrices",
+                got: format!("{:?}", self.shape()),
+            });
+        }
+        if !matches!(self.dtype(), DType::F32 | DType::F64) {
+            return Err(unsupported(op, self.dtype()));
+        }
+        let batch_shape = &self.shape()[..r - 2];
+        let batch: usize = batch_shape.iter().product();
+        let shapes: Vec<Vec<usize>> = kind
+            .factor_shapes(m, n)
+            .into_iter()
+            .map(|s| batch_shape.iter().copied().chain(s).collect())
+            .collect();
+        if !self.device.is_cpu() {
+            let backend = crate::backend::get(self.device)?;
+            let input = self.contiguous()?;
+            let storage = input.realized_storage()?;
+            if let Some(done) = backend.decompose(kind, &storage, batch, m, n) {
+                return done?
+                    .into_iter()
+                    .zip(shapes)
+                    .map(|(s, shape)| Tensor::from_device_storage(s, &shape, self.device))
+                    .collect();
+            }
+        }
+        let factors = match self.dtype() {
+            DType::F32 => wrap(
+                decompose(kind, &self.to_vec::<f32>()?, batch, m, n)?,
+                &shapes,
+                self,
+            )?,
+            DType::F64 => wrap(
+                decompose(kind, &self.to_vec::<f64>()?, batch, m, n)?,
+                &shapes,
+                self,
+            )?,
+            dtype => return Err(unsupported(op, dtype)),
+        };
+        Ok(factors)
+    }
+}
+
+fn wrap<T: crate::dtype::Element>(
+    factors: Vec<Vec<T>>,
+    shapes: &[Vec<usize>],
+    like: &Tensor,
+) -> Result<Vec<Tensor>> {
+    factors
+        .into_iter()
+        .zip(shapes)
+        .map(|(v, s)| Tensor::from_vec(v, s.clone(), like.device()))
+        .collect()
+}
+
+fn unsupported(op: &'static str, dtype: DType) -> Error {
+    Error::UnsupportedDType {
+        op,
+        dtype,
+        why: "decompositions run in f32 or f64: cast first",
+    }
+}
+
+fn missing(op: &'static str) -> Error {
+    Error::Backend {
+        op,
+        message: "the backend returned fewer factors than the decomposition has".into(),
+    }
+}
