@@ -48,6 +48,8 @@ run "cargo test" env FUSEGRAPH_REQUIRE_WGPU=1 cargo test --workspace --no-fail-f
 run "wasm32 build" cargo build -p fusegraph-core -p fusegraph-wasm --target wasm32-unknown-unknown --no-default-features
 run "npm package: build + node tests" bash wasm/npm/scripts/ci.sh
 run "npm package: wasm size budget" node wasm/npm/scripts/size.mjs
+# The edge demo on workerd: e2e in headless Chromium, bad input, load test, Lighthouse.
+run "edge demo (www)" bash www/scripts/ci.sh
 
 section "summary"
 if ((${#failed[@]})); then

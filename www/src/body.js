@@ -15,7 +15,14 @@ export async function readCapped(request) {
   const chunks = [];
   let total = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch (e) {
+      // The client went away or sent a malformed body: its fault, not ours.
+      throw new HttpError(400, `the request body could not be read: ${e?.message ?? e}`);
+    }
+    const { done, value } = chunk;
     if (done) break;
     total += value.byteLength;
     if (total > MAX_BODY_BYTES) {

@@ -1,0 +1,98 @@
+// Soak test on loopback (not part of CI): for --minutes (default 3), 32
+// concurrent clients send a mix of /img requests (Zipf over ~1000 variants),
+// gallery pages, uploads to /api/transform and bad requests to a workerd
+// started here, while the workerd process's resident memory is sampled every
+// 5 s. Fails on any transport error or 5xx, and unless memory is stable:
+// after the first minute's warm-up (caches filling), RSS may not grow by more
+// than 10% (or 16 MiB, whichever is larger).
+// Usage: node test/soak.mjs [--minutes 3] [--out file.json]
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ORIGIN, startServer, stats } from './server.mjs';
+import { rng, variants, zipf } from './variants.mjs';
+
+const { values: args } = parseArgs({ options: { minutes: { type: 'string', default: '3' }, out: { type: 'string' } } });
+const minutes = Number(args.minutes);
+const WARMUP_MS = Math.min(60_000, (minutes * 60_000) / 3);
+const urls = variants();
+const random = rng(99);
+const draw = zipf(urls.length, 1.0, random);
+const upload = readFileSync(new URL('../images/coffee.jpg', import.meta.url));
+const BAD = ['/img/nope.jpg', '/img/rocket.jpg?w=abc', '/img/../config.capnp', '/img/rocket.jpg?blur=99', '/nothing'];
+
+const server = await startServer();
+const t0 = Date.now();
+const end = t0 + minutes * 60_000;
+const samples = [];
+const counts = { requests: 0, transport_errors: 0, status: {} };
+const errors = [];
+
+function request() {
+  const x = random();
+  if (x < 0.85) return [urls[draw()], {}];
+  if (x < 0.93) return ['/', {}];
+  if (x < 0.96) return ['/api/transform?w=256', { method: 'POST', body: upload }];
+  return [BAD[Math.floor(random() * BAD.length)], {}];
+}
+
+async function client() {
+  while (Date.now() < end) {
+    const [path, init] = request();
+    counts.requests += 1;
+    try {
+      const r = await fetch(`${ORIGIN}${path}`, init);
+      await r.arrayBuffer();
+      counts.status[r.status] = (counts.status[r.status] ?? 0) + 1;
+      if (r.status >= 500) errors.push(`${path}: ${r.status}`);
+    } catch (e) {
+      counts.transport_errors += 1;
+      errors.push(`${path}: ${e.message}`);
+    }
+  }
+}
+
+const sampler = setInterval(() => {
+  const rss = server.rss();
+  samples.push({ t_s: Math.round((Date.now() - t0) / 1000), rss_bytes: rss });
+}, 5000);
+try {
+  await Promise.all(Array.from({ length: 32 }, client));
+} finally {
+  clearInterval(sampler);
+}
+const worker = await stats();
+const alive = server.exited === null;
+await server.stop();
+
+const afterWarmup = samples.filter((s) => s.t_s * 1000 >= WARMUP_MS);
+const base = afterWarmup[0]?.rss_bytes ?? null;
+const peak = Math.max(...afterWarmup.map((s) => s.rss_bytes));
+const last = samples[samples.length - 1]?.rss_bytes ?? null;
+const allowed = base === null ? 0 : Math.max(16 * 1024 * 1024, 0.1 * base);
+const report = {
+  minutes,
+  clients: 32,
+  ...counts,
+  errors_5xx_or_transport: errors.length,
+  rss_after_warmup_bytes: base,
+  rss_peak_after_warmup_bytes: peak,
+  rss_last_bytes: last,
+  rss_growth_after_warmup_bytes: base === null ? null : peak - base,
+  rss_growth_allowed_bytes: allowed,
+  worker_cache: worker.cache,
+  samples,
+};
+const mib = (b) => (b / 1048576).toFixed(1);
+console.log(
+  `soak: ${counts.requests} requests in ${minutes} min, ${errors.length} errors (5xx or transport), statuses ${JSON.stringify(counts.status)}; ` +
+    `workerd RSS after warm-up ${mib(base)} MiB, peak ${mib(peak)} MiB, last ${mib(last)} MiB (growth allowed ${mib(allowed)} MiB)`,
+);
+if (args.out) writeFileSync(args.out, JSON.stringify(report, null, 2));
+const problems = [];
+if (errors.length) problems.push(`${errors.length} errors, first: ${errors.slice(0, 3).join('; ')}`);
+if (!alive) problems.push('workerd exited');
+if (base === null || peak - base > allowed) problems.push(`RSS grew by ${mib(peak - base)} MiB after warm-up`);
+if (problems.length) {
+  console.error(`soak FAILED: ${problems.join('; ')}`);
+  process.exit(1);
+}
