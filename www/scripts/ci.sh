@@ -14,7 +14,7 @@ if [[ ! -x ${CHROMIUM:-/usr/bin/chromium} ]]; then
 fi
 npm ci --no-audit --no-fund || exit 1
 if [[ ! -f $root/wasm/npm/dist/fusegraph_wasm_bg.wasm ]]; then
-  (cd "$root/wasm/npm" && npm ci --no-audit --no-fund && bash scripts/build.sh) || exit 1
+  (cd "$root/wasm/npm" && bash scripts/install-wasm-bindgen.sh && npm ci --no-audit --no-fund && bash scripts/build.sh) || exit 1
 fi
 node scripts/build.mjs || exit 1
 mkdir -p dist/results

@@ -11,6 +11,7 @@ import {
 const KNOWN = new Set(['w', 'q', 'fmt', 'blur', 'sharpen']);
 const INTEGER = /^[0-9]{1,5}$/;
 const DECIMAL = /^[0-9]{1,3}(?:\.[0-9]{1,3})?$/;
+const LOSSLESS = new Set(['png', 'webp']);
 const FORMAT_ALIASES = { jpg: 'jpeg', jpeg: 'jpeg', png: 'png', webp: 'webp' };
 
 /**
@@ -66,13 +67,14 @@ export function widthsFor(sourceWidth) {
 
 /**
  * The snapped parameters for a source of `sourceWidth` pixels across:
- * `{ w, q, fmt, blur, sharpen }`, q 0 for PNG (lossless: quality means nothing).
+ * `{ w, q, fmt, blur, sharpen }`, q 0 for PNG and WebP (fusegraph encodes both
+ * losslessly, so quality changes nothing and must not split the cache).
  */
 export function canonicalParams(p, sourceWidth) {
   return {
     blur: snapTo(p.blur, BLUR_STEP),
     fmt: p.fmt,
-    q: p.fmt === 'png' ? 0 : Math.max(QUALITY_STEP, snapTo(p.q, QUALITY_STEP)),
+    q: LOSSLESS.has(p.fmt) ? 0 : Math.max(QUALITY_STEP, snapTo(p.q, QUALITY_STEP)),
     sharpen: snapTo(p.sharpen, SHARPEN_STEP),
     w: snapWidth(p.w, sourceWidth),
   };

@@ -30,7 +30,7 @@ function mapped(e) {
 export async function probe(bytes) {
   const fg = await fusegraph();
   try {
-    return fg.image.probe(bytes);
+    return await fg.image.probe(bytes);
   } catch (e) {
     throw mapped(e);
   }
@@ -64,7 +64,7 @@ export function checkBudget(src, c) {
 export async function transform(bytes, c) {
   const fg = await fusegraph();
   try {
-    return fg.image.transform(bytes, {
+    return await fg.image.transform(bytes, {
       width: c.w,
       quality: c.q || undefined,
       format: c.fmt,

@@ -6,7 +6,6 @@ export const stats = {
   misses: 0,
   not_modified: 0,
   transforms: 0,
-  transform_ms: 0,
   status: {},
 };
 

@@ -16,6 +16,7 @@ test('equivalent spellings give one canonical query', () => {
   assert.equal(key('q=70&w=320&fmt=jpg&blur=0&sharpen=0'), a);
   assert.equal(key('sharpen=0.1&blur=0.2&w=257&q=70'), 'blur=0&fmt=jpeg&q=70&sharpen=0&w=320');
   assert.equal(key('fmt=png&q=10&w=64'), 'blur=0&fmt=png&q=0&sharpen=0&w=64'); // quality means nothing for PNG
+  assert.equal(key('fmt=webp&q=90&w=64'), 'blur=0&fmt=webp&q=0&sharpen=0&w=64'); // nor for (lossless) WebP
 });
 
 test('widths snap up to the allowed set and never past the source', () => {
