@@ -46,8 +46,11 @@ run "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 # A missing wgpu adapter is a failure here, not a skip.
 run "cargo test" env FUSEGRAPH_REQUIRE_WGPU=1 cargo test --workspace --no-fail-fast
 run "wasm32 build" cargo build -p fusegraph-core -p fusegraph-wasm --target wasm32-unknown-unknown --no-default-features
+run "wasm32 clippy (WebGPU build)" cargo clippy -p fusegraph-wasm --target wasm32-unknown-unknown --features webgpu -- -D warnings
 run "npm package: build + node tests" bash wasm/npm/scripts/ci.sh
 run "npm package: wasm size budget" node wasm/npm/scripts/size.mjs
+# Headless Chromium (WebGPU on SwiftShader + CPU), a Vite-built page, Deno, workerd.
+run "npm package: browsers and runtimes" bash wasm/npm/scripts/ci-runtimes.sh
 # The edge demo on workerd: e2e in headless Chromium, bad input, load test, Lighthouse.
 run "edge demo (www)" bash www/scripts/ci.sh
 

@@ -2,9 +2,8 @@
 //! when an adapter exists and this build has the backend, else the SIMD128
 //! CPU path) and calls [`use_backend`]; ops keep their inputs' device.
 //!
-//! Wiring WebGPU: build with feature `webgpu` (core feature `wgpu`), add an
-//! async export that opens `Device::Wgpu` (wasm-bindgen-futures), list it in
-//! [`compiled_backends`]; `use_backend("webgpu")` then succeeds unchanged.
+//! WebGPU: builds with feature `webgpu` list it in [`compiled_backends`];
+//! JS first awaits `openWebGpu()` (src/webgpu.rs), then `use_backend("webgpu")`.
 
 use std::cell::Cell;
 
@@ -53,9 +52,9 @@ pub fn use_backend(name: &str) -> JsResult<()> {
 
 fn webgpu_unavailable() -> Error {
     let why = if cfg!(feature = "webgpu") {
-        "the WebGPU device has not been opened"
+        "the WebGPU device has not been opened (await openWebGpu() first)"
     } else {
-        "this build of fusegraph has no WebGPU backend yet (the core's wgpu backend is not built in); use backend 'cpu' or 'auto'"
+        "this build of fusegraph has no WebGPU backend (the CPU-only .wasm was loaded); use backend 'cpu' or 'auto', or load the WebGPU build"
     };
     Error::DeviceUnavailable {
         op: "init",

@@ -7,6 +7,8 @@
 use crate::backend;
 use crate::error::{invalid, JsResult, OrThrow};
 use crate::tensor::{wrap, WasmTensor};
+#[cfg(feature = "webgpu")]
+use fusegraph_core::backend::cpu::CpuStorage;
 use fusegraph_core::{DType, Element, Tensor};
 use half::{bf16, f16};
 use js_sys::{Float32Array, Float64Array, Int32Array, Uint16Array, Uint8Array};
@@ -108,4 +110,51 @@ impl WasmTensor {
             .with_slice(|s: &[f16]| bits(bytemuck::cast_slice(s)))
             .or_throw()
     }
+}
+
+/// The values of a host tensor as its dtype's typed array (realizing it).
+/// (The WebGPU build's async read uses it for tensors that are not on the GPU.)
+#[cfg(feature = "webgpu")]
+pub(crate) fn read_sync(t: &Tensor) -> JsResult<JsValue> {
+    let h = WasmTensor::new(t.clone());
+    Ok(match t.dtype() {
+        DType::F32 => h.to_f32()?.into(),
+        DType::F64 => h.to_f64()?.into(),
+        DType::I32 => h.to_i32()?.into(),
+        DType::U8 | DType::Bool => h.to_u8()?.into(),
+        DType::F16 | DType::BF16 => h.to_u16()?.into(),
+    })
+}
+
+/// `len` elements of `host` from `offset` as the dtype's typed array (one copy).
+#[cfg(feature = "webgpu")]
+pub(crate) fn host_to_js(host: &CpuStorage, offset: usize, len: usize) -> JsResult<JsValue> {
+    fn part<T>(v: &[T], offset: usize, len: usize) -> JsResult<&[T]> {
+        v.get(offset..offset + len).ok_or_else(|| {
+            crate::error::to_js(fusegraph_core::Error::Backend {
+                op: "toArray",
+                message: format!(
+                    "read {} elements, the view needs {offset}..{}",
+                    v.len(),
+                    offset + len
+                ),
+            })
+        })
+    }
+    Ok(match host {
+        CpuStorage::F32(v) => Float32Array::from(part(v, offset, len)?).into(),
+        CpuStorage::F64(v) => Float64Array::from(part(v, offset, len)?).into(),
+        CpuStorage::I32(v) => Int32Array::from(part(v, offset, len)?).into(),
+        CpuStorage::U8(v) => Uint8Array::from(part(v, offset, len)?).into(),
+        CpuStorage::Bool(v) => {
+            let bytes: Vec<u8> = part(v, offset, len)?.iter().map(|&b| b as u8).collect();
+            Uint8Array::from(bytes.as_slice()).into()
+        }
+        CpuStorage::F16(v) => {
+            Uint16Array::from(bytemuck::cast_slice::<f16, u16>(part(v, offset, len)?)).into()
+        }
+        CpuStorage::BF16(v) => {
+            Uint16Array::from(bytemuck::cast_slice::<bf16, u16>(part(v, offset, len)?)).into()
+        }
+    })
 }

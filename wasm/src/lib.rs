@@ -4,8 +4,9 @@
 //!
 //! - [`WasmTensor`]: a lazy tensor with the core's ops and views,
 //! - typed arrays in and out (`io`), dtype names (`dtype`),
-//! - backend selection (`backend`: the SIMD128 CPU path now, WebGPU once the
-//!   core's wgpu backend is built in),
+//! - backend selection (`backend`: the SIMD128 CPU path, and WebGPU in
+//!   builds with feature `webgpu`, whose adapter request and read-back are
+//!   async: `webgpu`),
 //! - errors as JS `Error`s with a stable `code` (`error`), and a panic hook
 //!   that records any residual panic so the wrapper can report it (`panic`).
 
@@ -17,6 +18,8 @@ mod ops;
 mod panic;
 mod tensor;
 mod views;
+#[cfg(feature = "webgpu")]
+mod webgpu;
 
 pub use error::error_code;
 pub use tensor::WasmTensor;

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Builds the package's generated half into dist/ (git-ignored):
+# Builds the package's generated half into dist/ (git-ignored), twice:
+# dist/ is the CPU-only build (SIMD128), dist/webgpu/ the same with the
+# crate's `webgpu` feature (the core's wgpu backend on the browser's
+# WebGPU), so the CPU path does not carry wgpu. For each:
 #   1. the fusegraph-wasm crate for wasm32 with the `wasm-release` profile,
 #   2. wasm-bindgen (the CLI pinned to the crate's version in Cargo.lock)
 #      with `--target web`, whose init takes a URL, bytes or a compiled
@@ -21,18 +24,23 @@ if [[ "$have" != "$want" ]]; then
   exit 1
 fi
 
-(cd "$root" && cargo build -p fusegraph-wasm --target wasm32-unknown-unknown --profile "$profile")
-raw="$target_dir/wasm32-unknown-unknown/$profile/fusegraph_wasm.wasm"
+# build_variant OUT_DIR [CARGO_FEATURES]
+build_variant() {
+  local out=$1 features=${2:-}
+  (cd "$root" && cargo build -p fusegraph-wasm --target wasm32-unknown-unknown --profile "$profile" ${features:+--features "$features"})
+  local raw="$target_dir/wasm32-unknown-unknown/$profile/fusegraph_wasm.wasm"
+  wasm-bindgen --target web --no-typescript --out-dir "$out" --out-name fusegraph_wasm "$raw"
+  if [[ "$opt_level" != none ]]; then
+    # The features rustc enables for wasm32 (SIMD128 from .cargo/config.toml).
+    node_modules/.bin/wasm-opt "$opt_level" \
+      --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int \
+      --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+      --strip-debug --strip-producers \
+      "$out/fusegraph_wasm_bg.wasm" -o "$out/fusegraph_wasm_bg.wasm"
+  fi
+  echo "built $out/ ($(wc -c <"$out/fusegraph_wasm_bg.wasm") bytes of wasm, wasm-opt $opt_level)"
+}
 
 rm -rf dist
-wasm-bindgen --target web --no-typescript --out-dir dist --out-name fusegraph_wasm "$raw"
-
-if [[ "$opt_level" != none ]]; then
-  # The features rustc enables for wasm32 (SIMD128 from .cargo/config.toml).
-  node_modules/.bin/wasm-opt "$opt_level" \
-    --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int \
-    --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
-    --strip-debug --strip-producers \
-    dist/fusegraph_wasm_bg.wasm -o dist/fusegraph_wasm_bg.wasm
-fi
-echo "built dist/ ($(wc -c <dist/fusegraph_wasm_bg.wasm) bytes of wasm, wasm-opt $opt_level)"
+build_variant dist
+build_variant dist/webgpu webgpu

@@ -2,9 +2,9 @@
 // (entry-node.js, entry-web.js, entry-workerd.js differ only in how they
 // find the .wasm file). See index.d.ts for the documented types.
 
-import initWasm, * as raw from '../dist/fusegraph_wasm.js';
-import { FusegraphError, guard, invalid } from './errors.js';
-import { selectBackend } from './backends.js';
+import { raw, build, load } from './wasm.js';
+import { FusegraphError, guard, guardAsync, invalid } from './errors.js';
+import { probeAdapter, selectBackend } from './backends.js';
 import { fromData, readOut } from './typed.js';
 
 export { FusegraphError };
@@ -13,26 +13,36 @@ let loaded = null; // the promise of the one wasm instance of this realm
 let context = null;
 
 /**
- * Makes `init` for an entry point whose `defaultSource()` gives what the
- * wasm-bindgen loader accepts: a URL, bytes, a Response or a compiled Module.
+ * Makes `init` for an entry point. `sourceFor(kind)` gives what the
+ * wasm-bindgen loader accepts (a URL, bytes, a Response or a compiled
+ * Module) for build `kind` ('cpu' or 'webgpu'), or null when the entry
+ * cannot load that build (workerd has no WebGPU).
+ *
+ * The first init() of a realm picks the build: the WebGPU one when
+ * WebGPU is asked for or 'auto' finds an adapter, else the CPU one. The
+ * WebGPU build has the CPU path too, so later init() calls may switch to
+ * 'cpu'; after the CPU build, 'webgpu' throws FG_DEVICE_UNAVAILABLE.
  */
-export function createInit(defaultSource) {
+export function createInit(sourceFor) {
   return async function init(options = {}) {
     const backend = options.backend ?? 'auto';
     if (!['auto', 'cpu', 'webgpu'].includes(backend)) {
       throw invalid(`init: backend must be 'auto', 'cpu' or 'webgpu', got ${JSON.stringify(backend)}`);
     }
+    const probe = backend === 'cpu' ? null : await probeAdapter();
     if (!loaded) {
+      const gpuSource = probe?.adapter ? (options.wasmWebGpu ?? (await sourceFor('webgpu'))) : null;
+      const kind = gpuSource ? 'webgpu' : 'cpu';
       loaded = (async () => {
-        const source = options.wasm ?? (await defaultSource());
-        await initWasm({ module_or_path: await source });
+        const source = gpuSource ?? options.wasm ?? (await sourceFor('cpu'));
+        await load(kind, source);
       })();
       loaded.catch(() => {
         loaded = null; // a failed load (bad path, no network) may be retried
       });
     }
     await loaded;
-    const choice = await selectBackend(raw, backend);
+    const choice = await selectBackend(raw, backend, probe, build);
     context = new Fusegraph(choice);
     return context;
   };
@@ -69,6 +79,7 @@ class Fusegraph {
   constructor(choice) {
     this.backend = choice.backend;
     this.fallback = choice.fallback;
+    this.adapter = choice.adapter ?? null;
     Object.freeze(this);
   }
 
@@ -397,16 +408,30 @@ export class Tensor {
     return this;
   }
 
-  /** The values, row-major, as the dtype's typed array (a fresh copy). */
+  /**
+   * The values, row-major, as the dtype's typed array (a fresh copy). On
+   * WebGPU this awaits the GPU's copy into a mapped staging buffer; the
+   * tensor may be disposed while the read runs.
+   */
   async toArray() {
-    return this.toArraySync();
+    const h = this._handle();
+    if (onGpu(h)) return guardAsync(() => raw.readAsync(h));
+    return guard(() => readOut(h));
   }
 
   /** `toArray()` without the promise: CPU tensors only (WebGPU reads back asynchronously). */
   toArraySync() {
     const h = this._handle();
+    if (onGpu(h)) {
+      throw new FusegraphError('FG_BACKEND', 'toArraySync: a tensor on WebGPU is read back asynchronously; use await toArray()');
+    }
     return guard(() => readOut(h));
   }
+}
+
+/** True for a handle on the WebGPU device (only the WebGPU build has `readAsync`). */
+function onGpu(h) {
+  return typeof raw.readAsync === 'function' && guard(() => h.device()) === 'wgpu';
 }
 
 for (const [method, name] of Object.entries(UNARY)) {

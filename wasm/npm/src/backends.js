@@ -2,12 +2,13 @@
 // this build has the WebGPU backend, else the SIMD128 CPU path. Forcing
 // 'webgpu' never falls back: it throws FG_DEVICE_UNAVAILABLE.
 //
-// Wiring WebGPU later: the wasm build lists 'webgpu' in compiledBackends()
-// and exports an async openWebGpu(); openWebGpu() below then calls it.
+// The WebGPU build lists 'webgpu' in compiledBackends() and exports an async
+// openWebGpu(), which requests the adapter and device through wgpu.
 
-import { FusegraphError, guard } from './errors.js';
+import { FusegraphError, guard, guardAsync } from './errors.js';
 
-async function probeAdapter() {
+/** Asks navigator.gpu for an adapter: `{ adapter }`, or `{ adapter: null, why }`. */
+export async function probeAdapter() {
   const gpu = globalThis.navigator?.gpu;
   if (!gpu) return { adapter: null, why: 'navigator.gpu is not present' };
   try {
@@ -18,38 +19,51 @@ async function probeAdapter() {
   }
 }
 
+/** Opens the device and makes it current; resolves to the adapter's description. */
 async function openWebGpu(raw) {
-  if (typeof raw.openWebGpu === 'function') await raw.openWebGpu();
+  const adapter = await guardAsync(() => raw.openWebGpu());
   guard(() => raw.useBackend('webgpu'));
+  return adapter;
 }
 
-/** Resolves to `{ backend, fallback }`: the backend in use, and why 'auto' did not pick WebGPU (else null). */
-export async function selectBackend(raw, requested) {
+/**
+ * Resolves to `{ backend, fallback, adapter }`: the backend in use, why
+ * 'auto' did not pick WebGPU (else null), and the WebGPU adapter's
+ * description (else null).
+ */
+export async function selectBackend(raw, requested, probe, build) {
   const built = guard(() => raw.compiledBackends());
   if (requested === 'cpu') {
     guard(() => raw.useBackend('cpu'));
     return { backend: 'cpu', fallback: null };
   }
   if (requested === 'webgpu') {
-    if (!built.includes('webgpu')) guard(() => raw.useBackend('webgpu')); // throws the build's reason
-    const { adapter, why } = await probeAdapter();
+    const { adapter, why } = probe ?? (await probeAdapter());
     if (!adapter) throw new FusegraphError('FG_DEVICE_UNAVAILABLE', `init: device webgpu is not available: ${why}`);
-    await openWebGpu(raw);
-    return { backend: 'webgpu', fallback: null };
+    if (!built.includes('webgpu')) {
+      throw new FusegraphError('FG_DEVICE_UNAVAILABLE', `init: device webgpu is not available: ${noGpuBuild(build)}`);
+    }
+    const described = await openWebGpu(raw);
+    return { backend: 'webgpu', fallback: null, adapter: described };
   }
-  const { adapter, why } = await probeAdapter();
+  const { adapter, why } = probe ?? (await probeAdapter());
   let fallback = why;
   if (adapter && built.includes('webgpu')) {
     try {
-      await openWebGpu(raw);
-      return { backend: 'webgpu', fallback: null };
+      const described = await openWebGpu(raw);
+      return { backend: 'webgpu', fallback: null, adapter: described };
     } catch (e) {
       fallback = `opening WebGPU failed: ${e.message}`;
     }
   } else if (adapter) {
-    fallback = 'a WebGPU adapter is present, but this build of fusegraph has no WebGPU backend yet';
-    console.info(`fusegraph: using the CPU (SIMD128) backend: ${fallback}`);
+    fallback = `a WebGPU adapter is present, but ${noGpuBuild(build)}`;
   }
   guard(() => raw.useBackend('cpu'));
   return { backend: 'cpu', fallback: `using the CPU (SIMD128) backend: ${fallback}` };
+}
+
+function noGpuBuild(build) {
+  return build === 'cpu'
+    ? 'the CPU-only build of fusegraph is loaded (by an earlier init(), or this entry point has no WebGPU build)'
+    : 'this build of fusegraph has no WebGPU backend';
 }

@@ -1,8 +1,9 @@
 // workerd and other Workers runtimes: wasm cannot be compiled from bytes at
-// run time there, so the .wasm is imported as a compiled module.
+// run time there, so the .wasm is imported as a compiled module. Workers
+// have no WebGPU: only the CPU build is imported.
 import wasmModule from '../dist/fusegraph_wasm_bg.wasm';
 import { createInit } from './api.js';
 
 export { Tensor, FusegraphError, tidy } from './api.js';
-export const init = createInit(() => wasmModule);
+export const init = createInit((kind) => (kind === 'cpu' ? wasmModule : null));
 export default init;

@@ -3,7 +3,7 @@
 // already set; a wasm trap (a panic, which must not happen) becomes FG_PANIC
 // with the message the panic hook recorded.
 
-import * as raw from '../dist/fusegraph_wasm.js';
+import { raw } from './wasm.js';
 
 /** An error from fusegraph: `code` is stable (e.g. FG_SHAPE_MISMATCH), `message` names the op. */
 export class FusegraphError extends Error {
@@ -51,6 +51,18 @@ export function guard(call) {
   }
   try {
     return call();
+  } catch (e) {
+    throw translate(e);
+  }
+}
+
+/** `guard` for a call that returns a promise (WebGPU read-back, adapter request). */
+export async function guardAsync(call) {
+  if (trapped !== null) {
+    throw new FusegraphError('FG_PANIC', `fusegraph trapped earlier and must be reloaded: ${trapped}`);
+  }
+  try {
+    return await call();
   } catch (e) {
     throw translate(e);
   }

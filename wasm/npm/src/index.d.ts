@@ -1,7 +1,7 @@
 /**
  * fusegraph: lazy tensor ops that fuse into few kernels. Runs on WebGPU when
- * present (once the WebGPU backend is built in) and on a SIMD128 wasm CPU
- * path otherwise, in browsers, Node 20+, Deno and workerd.
+ * `navigator.gpu` gives an adapter and on a SIMD128 wasm CPU path otherwise,
+ * in browsers, Node 20+, Deno and workerd.
  *
  * ```ts
  * import { init } from 'fusegraph';
@@ -61,15 +61,25 @@ export class FusegraphError extends Error {
 
 export interface InitOptions {
   /**
-   * `'auto'` (default): WebGPU when `navigator.gpu` gives an adapter and this
-   * build has the WebGPU backend, else the CPU path (and `fallback` says why).
+   * `'auto'` (default): WebGPU when `navigator.gpu` gives an adapter, else the
+   * CPU path (and `fallback` says why).
    * `'webgpu'`: WebGPU or a `FG_DEVICE_UNAVAILABLE` error, never a silent fallback.
    * `'cpu'`: the SIMD128 CPU path.
+   *
+   * The package ships two builds: the CPU-only .wasm and a larger one with
+   * the WebGPU backend as well. The first `init()` of a realm loads the
+   * WebGPU build when it finds an adapter (and the backend is not `'cpu'`),
+   * else the CPU build; after the CPU build, `'webgpu'` throws `FG_DEVICE_UNAVAILABLE`.
    */
   backend?: 'auto' | 'cpu' | 'webgpu';
-  /** Where the .wasm comes from, overriding the entry point's default: a URL, bytes, a Response or a compiled module. */
-  wasm?: URL | string | BufferSource | Response | WebAssembly.Module | Promise<URL | string | BufferSource | Response | WebAssembly.Module>;
+  /** Where the CPU build's .wasm comes from, overriding the entry point's default: a URL, bytes, a Response or a compiled module. */
+  wasm?: WasmSource;
+  /** Where the WebGPU build's .wasm comes from (same forms as `wasm`). */
+  wasmWebGpu?: WasmSource;
 }
+
+/** What the wasm loader takes: a URL, bytes, a Response or a compiled module (or a promise of one). */
+export type WasmSource = URL | string | BufferSource | Response | WebAssembly.Module | Promise<URL | string | BufferSource | Response | WebAssembly.Module>;
 
 /** See {@link Fusegraph.tidy}. */
 export function tidy<T>(fn: () => T): T;
@@ -89,6 +99,8 @@ export interface Fusegraph {
   readonly backend: 'cpu' | 'webgpu';
   /** With `backend: 'auto'`, why WebGPU was not used; `null` otherwise. */
   readonly fallback: string | null;
+  /** The WebGPU adapter and what it granted, in words (`null` on the CPU). */
+  readonly adapter: string | null;
   /**
    * A tensor from row-major data (copied once into wasm memory; the array can be reused).
    * `shape` defaults to `[data.length]`. A `dtype` other than the array's own converts.
@@ -221,8 +233,12 @@ export class Tensor {
 
   /** Computes the tensor now and keeps the result. */
   realize(): this;
-  /** The values, row-major, in a fresh typed array of the dtype (one copy). */
+  /**
+   * The values, row-major, in a fresh typed array of the dtype (one copy;
+   * on WebGPU, after awaiting the GPU's copy to a staging buffer). The
+   * tensor may be disposed while the read runs.
+   */
   toArray(): Promise<Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array>;
-  /** `toArray()` without the promise: CPU tensors only. */
+  /** `toArray()` without the promise: CPU tensors only (on WebGPU it throws `FG_BACKEND`). */
   toArraySync(): Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array;
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::backend::Storage;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::schedule::kernel::{Body, IndexBody};
+use crate::schedule::kernel::Body;
 use crate::schedule::plan::{BufRef, Schedule};
 
 use super::pool::WgpuBuffer;
@@ -241,7 +241,7 @@ pub(crate) fn execute(
 /// it will use, with the CPU's rule (negative counts from the end).
 fn check_indices(
     be: &WgpuBackend,
-    ix: &IndexBody,
+    ix: &crate::schedule::kernel::IndexBody,
     buf: &WgpuBuffer,
     dtype: crate::DType,
     len: usize,

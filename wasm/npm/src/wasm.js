@@ -1,0 +1,28 @@
+// The wasm-bindgen exports of this realm's one fusegraph instance. Two builds
+// ship: dist/ (the SIMD128 CPU path only: what Node, Deno and workerd load
+// when there is no WebGPU adapter) and dist/webgpu/ (the same plus the
+// WebGPU backend, loaded when init() is to use WebGPU). Each has its own
+// wasm-bindgen glue, so every module of the package reaches the exports
+// through `raw` below, a live binding that `load()` sets — never by
+// importing a dist/ file itself, which could reach a build that was never
+// instantiated.
+
+import * as cpu from '../dist/fusegraph_wasm.js';
+
+/** The glue of the loaded build (the CPU glue, uninstantiated, before `load`). */
+export let raw = cpu;
+
+/** 'cpu' or 'webgpu' once a build is loaded, else null. */
+export let build = null;
+
+/**
+ * Instantiates build `kind` from `source` (a URL, bytes, a Response or a
+ * compiled Module, as wasm-bindgen's loader takes). The WebGPU glue is
+ * imported only here, so bundlers split it off the CPU path.
+ */
+export async function load(kind, source) {
+  const glue = kind === 'webgpu' ? await import('../dist/webgpu/fusegraph_wasm.js') : cpu;
+  await glue.default({ module_or_path: await source });
+  raw = glue;
+  build = kind;
+}

@@ -1,0 +1,18 @@
+// Loaded by chromium.test.js: `?backend=webgpu|cpu|auto`. Puts what it saw
+// into `window.fusegraphResult` for the test to read.
+import { init } from '../../src/entry-web.js';
+import { runCases } from './cases.js';
+
+const backend = new URLSearchParams(location.search).get('backend') ?? 'auto';
+// Which adapter the browser offers, as the browser describes it.
+async function gpuInfo() {
+  const a = await globalThis.navigator.gpu?.requestAdapter();
+  return a ? { vendor: a.info?.vendor, architecture: a.info?.architecture } : null;
+}
+try {
+  const fg = await init({ backend });
+  const results = await runCases(fg);
+  window.fusegraphResult = { backend: fg.backend, adapter: fg.adapter, gpu: await gpuInfo(), fallback: fg.fallback, results };
+} catch (e) {
+  window.fusegraphResult = { error: `${e.code ?? e.name}: ${e.message}` };
+}
