@@ -31,21 +31,40 @@ export function createInit(sourceFor) {
     }
     const probe = backend === 'cpu' ? null : await probeAdapter();
     if (!loaded) {
-      const gpuSource = probe?.adapter ? (options.wasmWebGpu ?? (await sourceFor('webgpu'))) : null;
-      const kind = gpuSource ? 'webgpu' : 'cpu';
-      loaded = (async () => {
-        const source = gpuSource ?? options.wasm ?? (await sourceFor('cpu'));
-        await load(kind, source);
-      })();
+      loaded = loadBuild(probe, backend, options, sourceFor);
       loaded.catch(() => {
         loaded = null; // a failed load (bad path, no network) may be retried
       });
     }
-    await loaded;
-    const choice = await selectBackend(raw, backend, probe, build);
+    const note = await loaded;
+    const choice = await selectBackend(raw, backend, probe, build, note);
     context = new Fusegraph(choice);
     return context;
   };
+}
+
+/**
+ * Loads the WebGPU build when there is an adapter and the entry has that
+ * build, else the CPU build. Resolves to why the WebGPU build was wanted but
+ * not loaded (null otherwise). With 'auto', a WebGPU build that fails to
+ * load (e.g. a bundle that did not ship it) falls back to the CPU build.
+ */
+async function loadBuild(probe, backend, options, sourceFor) {
+  let note = null;
+  if (probe?.adapter) {
+    const gpuSource = options.wasmWebGpu ?? (await sourceFor('webgpu'));
+    if (gpuSource) {
+      try {
+        await load('webgpu', gpuSource);
+        return null;
+      } catch (e) {
+        note = `loading the WebGPU build failed (${e?.message ?? e})`;
+        if (backend === 'webgpu') throw new FusegraphError('FG_DEVICE_UNAVAILABLE', `init: device webgpu is not available: ${note}`, { cause: e });
+      }
+    }
+  }
+  await load('cpu', options.wasm ?? (await sourceFor('cpu')));
+  return note;
 }
 
 function checkShape(op, shape) {

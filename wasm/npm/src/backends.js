@@ -31,7 +31,7 @@ async function openWebGpu(raw) {
  * 'auto' did not pick WebGPU (else null), and the WebGPU adapter's
  * description (else null).
  */
-export async function selectBackend(raw, requested, probe, build) {
+export async function selectBackend(raw, requested, probe, build, note = null) {
   const built = guard(() => raw.compiledBackends());
   if (requested === 'cpu') {
     guard(() => raw.useBackend('cpu'));
@@ -56,7 +56,7 @@ export async function selectBackend(raw, requested, probe, build) {
       fallback = `opening WebGPU failed: ${e.message}`;
     }
   } else if (adapter) {
-    fallback = `a WebGPU adapter is present, but ${noGpuBuild(build)}`;
+    fallback = `a WebGPU adapter is present, but ${note ?? noGpuBuild(build)}`;
   }
   guard(() => raw.useBackend('cpu'));
   return { backend: 'cpu', fallback: `using the CPU (SIMD128) backend: ${fallback}` };

@@ -69,3 +69,15 @@ test("init({ backend: 'webgpu' }) without an adapter throws FG_DEVICE_UNAVAILABL
   const result = await runPage(page('webgpu'), []);
   assert.match(result.error ?? '', /^FG_DEVICE_UNAVAILABLE: /);
 });
+
+test("init({ backend: 'auto' }) falls back to the CPU build when the WebGPU build cannot be loaded", async () => {
+  const result = await runPage(`${page('auto')}&gpuwasm=/missing/fusegraph_wasm_bg.wasm`, WEBGPU_FLAGS);
+  assert.equal(result.backend, 'cpu', result.error);
+  assert.match(result.fallback, /adapter is present, but loading the WebGPU build failed/);
+  checkAgainstReference(result, 'cpu');
+});
+
+test("init({ backend: 'webgpu' }) throws FG_DEVICE_UNAVAILABLE when the WebGPU build cannot be loaded", async () => {
+  const result = await runPage(`${page('webgpu')}&gpuwasm=/missing/fusegraph_wasm_bg.wasm`, WEBGPU_FLAGS);
+  assert.match(result.error ?? '', /^FG_DEVICE_UNAVAILABLE: .*loading the WebGPU build failed/);
+});

@@ -3,14 +3,17 @@
 import { init } from '../../src/entry-web.js';
 import { runCases } from './cases.js';
 
-const backend = new URLSearchParams(location.search).get('backend') ?? 'auto';
+const params = new URLSearchParams(location.search);
+const backend = params.get('backend') ?? 'auto';
+// `gpuwasm`: where the WebGPU build's .wasm is (to test a bundle that lacks it).
+const wasmWebGpu = params.get('gpuwasm') ?? undefined;
 // Which adapter the browser offers, as the browser describes it.
 async function gpuInfo() {
   const a = await globalThis.navigator.gpu?.requestAdapter();
   return a ? { vendor: a.info?.vendor, architecture: a.info?.architecture } : null;
 }
 try {
-  const fg = await init({ backend });
+  const fg = await init({ backend, wasmWebGpu });
   const results = await runCases(fg);
   window.fusegraphResult = { backend: fg.backend, adapter: fg.adapter, gpu: await gpuInfo(), fallback: fg.fallback, results };
 } catch (e) {
