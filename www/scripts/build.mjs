@@ -65,6 +65,9 @@ await build({
   alias: { fusegraph: join(pkg, 'src', 'entry-web.js') },
 });
 copyFileSync(wasm, join(dist, 'public', 'fusegraph_wasm_bg.wasm'));
+// The package's WebGPU build, for the lab page's WebGPU row (when built).
+const gpuWasm = join(pkg, 'dist', 'webgpu', 'fusegraph_wasm_bg.wasm');
+if (existsSync(gpuWasm)) copyFileSync(gpuWasm, join(dist, 'public', 'fusegraph_webgpu_bg.wasm'));
 
 const size = (p) => statSync(p).size;
 const sizes = {

@@ -6,7 +6,11 @@ import { etagFor, matchesIfNoneMatch } from '../etag.js';
 import { securityHeaders } from '../headers.js';
 import { notFound } from '../http.js';
 
-const ASSETS = { 'lab.js': 'text/javascript; charset=utf-8', 'fusegraph_wasm_bg.wasm': 'application/wasm' };
+const ASSETS = {
+  'lab.js': 'text/javascript; charset=utf-8',
+  'fusegraph_wasm_bg.wasm': 'application/wasm',
+  'fusegraph_webgpu_bg.wasm': 'application/wasm',
+};
 const SOURCE_TYPE = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' };
 const ICON =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#2a6"/></svg>';
