@@ -57,8 +57,13 @@ async function timeTransform(fg, bytes, p) {
 async function inBrowser(bytes, p) {
   let last = null;
   const auto = await init({ backend: 'auto', ...WASM });
-  if (auto.backend === 'webgpu') last = await timeTransform(auto, bytes, p);
-  else row(['browser', 'webgpu', '—', '—', '—', '—', `not used: ${auto.fallback ?? 'no adapter'}`]);
+  if (auto.backend === 'webgpu') {
+    try {
+      last = await timeTransform(auto, bytes, p);
+    } catch (e) {
+      row(['browser', 'webgpu', '—', '—', '—', '—', `failed: ${e.code ?? ''} ${e.message}`]);
+    }
+  } else row(['browser', 'webgpu', '—', '—', '—', '—', `not used: ${auto.fallback ?? 'no adapter'}`]);
   const cpu = await init({ backend: 'cpu', ...WASM });
   return (await timeTransform(cpu, bytes, p)) ?? last;
 }

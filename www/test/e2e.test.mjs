@@ -57,8 +57,9 @@ test('the gallery renders, every image loads, nothing shifts, and the console st
   await context.close();
 });
 
-test('the lab page runs the pipeline in the browser and shows its timings', async () => {
-  const context = await browser.newContext();
+/** Loads /lab in `b`, waits for its run, and resolves to the timing rows. */
+async function labRows(b) {
+  const context = await b.newContext();
   const page = await context.newPage();
   const problems = watch(page);
   const response = await page.goto(`${ORIGIN}/lab`);
@@ -68,16 +69,35 @@ test('the lab page runs the pipeline in the browser and shows its timings', asyn
   const status = await page.textContent('#status');
   assert.match(status, /^done/, status);
   const rows = await page.$$eval('#timings tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
-  console.log('lab timings (where, backend, decode, process, encode, total ms, output):');
+  assert.ok(await page.$eval('#preview', (i) => i.complete && i.naturalWidth > 0), 'the output preview decoded');
+  assert.deepEqual(problems, []);
+  await context.close();
+  return rows;
+}
+
+test('the lab page runs the pipeline in the browser and shows its timings', async () => {
+  const rows = await labRows(browser);
+  console.log('lab timings, no WebGPU adapter (where, backend, decode, process, encode, total ms, output):');
   for (const r of rows) console.log(`  ${r.join(' | ')}`);
   const cpu = rows.find((r) => r[0] === 'browser' && r[1] === 'cpu');
   assert.ok(cpu, `no browser CPU row in ${JSON.stringify(rows)}`);
   assert.ok(Number(cpu[5]) > 0, `CPU total ${cpu[5]}`);
   assert.ok(rows.some((r) => r[1] === 'webgpu'), 'the WebGPU row (timings or why not) is shown');
   assert.ok(rows.some((r) => r[0].startsWith('worker') && !/^\d{3}:/.test(r[6])), 'the worker answered');
-  assert.ok(await page.$eval('#preview', (i) => i.complete && i.naturalWidth > 0), 'the output preview decoded');
-  assert.deepEqual(problems, []);
-  await context.close();
+});
+
+test('with a WebGPU adapter (SwiftShader) the lab times WebGPU and the CPU', async () => {
+  const gpuBrowser = await launch({ webgpu: true });
+  try {
+    const rows = await labRows(gpuBrowser);
+    console.log('lab timings, WebGPU on SwiftShader (a CPU Vulkan, so no GPU speed):');
+    for (const r of rows) console.log(`  ${r.join(' | ')}`);
+    const gpu = rows.find((r) => r[0] === 'browser' && r[1] === 'webgpu');
+    assert.ok(gpu && Number(gpu[5]) > 0, `WebGPU row: ${JSON.stringify(gpu)}`);
+    assert.ok(rows.some((r) => r[0] === 'browser' && r[1] === 'cpu' && Number(r[5]) > 0), 'CPU row');
+  } finally {
+    await gpuBrowser.close();
+  }
 });
 
 test('an image answers with ETag and Cache-Control, then 304 on If-None-Match, and the second fetch is a hit', async () => {
