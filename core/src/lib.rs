@@ -1,6 +1,7 @@
 //! fusegraph-core: dtypes, strided layouts, the lazy op graph, fusion passes,
 //! the kernel IR, WGSL and CUDA C renderers, and the CPU backend.
 
+pub mod autograd;
 pub mod backend;
 pub mod codegen;
 pub mod device;
@@ -8,6 +9,8 @@ pub mod dtype;
 pub mod error;
 pub mod graph;
 pub mod layout;
+pub mod nn;
+pub mod optim;
 pub mod passes;
 pub mod profile;
 pub mod rng;

@@ -10,6 +10,8 @@ use fusegraph_core::runtime::{compiled_for, limits_for, Compiled};
 use fusegraph_core::{DType, Device, Result, Tensor};
 use std::sync::Arc;
 
+pub mod gradcheck;
+
 #[cfg(feature = "wgpu")]
 mod wgpu;
 #[cfg(feature = "wgpu")]

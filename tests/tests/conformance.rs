@@ -78,6 +78,10 @@ macro_rules! conformance {
                 use super::*;
                 include!("conformance/decomp.rs");
             }
+            mod autograd {
+                use super::*;
+                include!("conformance/autograd.rs");
+            }
             mod props {
                 use super::*;
                 include!("conformance/props.rs");

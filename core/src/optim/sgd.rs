@@ -1,0 +1,68 @@
+//! Stochastic gradient descent with momentum and weight decay, as PyTorch's
+//! `SGD` (dampening 0, not Nesterov).
+
+use super::{check_grads, realize_step, scalar_leaf, Optimizer};
+use crate::error::Result;
+use crate::nn::Param;
+use crate::tensor::Tensor;
+
+#[derive(Debug)]
+pub struct Sgd {
+    params: Vec<Param>,
+    pub lr: f64,
+    pub momentum: f64,
+    pub weight_decay: f64,
+    velocity: Vec<Option<Tensor>>,
+}
+
+impl Sgd {
+    pub fn new(params: Vec<Param>, lr: f64, momentum: f64, weight_decay: f64) -> Sgd {
+        let velocity = vec![None; params.len()];
+        Sgd {
+            params,
+            lr,
+            momentum,
+            weight_decay,
+            velocity,
+        }
+    }
+}
+
+impl Optimizer for Sgd {
+    fn params(&self) -> &[Param] {
+        &self.params
+    }
+
+    fn step(&mut self, grads: &[Tensor], with: &[Tensor]) -> Result<()> {
+        check_grads("sgd", &self.params, grads)?;
+        let mut new_p = Vec::with_capacity(self.params.len());
+        let mut new_v = Vec::with_capacity(self.params.len());
+        for ((p, g), v) in self.params.iter().zip(grads).zip(&self.velocity) {
+            let w = p.value();
+            let lr = scalar_leaf(self.lr, &w)?;
+            let mut d = g.cast(w.dtype())?;
+            if self.weight_decay != 0.0 {
+                d = d.add(&w.mul_scalar(self.weight_decay)?)?;
+            }
+            if self.momentum != 0.0 {
+                // v' = momentum·v + d; the first step starts from v = d.
+                d = match v {
+                    Some(v) => v.mul_scalar(self.momentum)?.add(&d)?,
+                    None => d,
+                };
+                new_v.push(Some(d.clone()));
+            } else {
+                new_v.push(None);
+            }
+            new_p.push(w.sub(&d.mul(&lr)?)?);
+        }
+        let mut updates = new_p.clone();
+        updates.extend(new_v.iter().flatten().cloned());
+        realize_step(&updates, with)?;
+        for (p, v) in self.params.iter().zip(new_p) {
+            p.set_realized(v);
+        }
+        self.velocity = new_v;
+        Ok(())
+    }
+}
