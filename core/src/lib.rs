@@ -8,6 +8,8 @@ pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod graph;
+#[cfg(feature = "image")]
+pub mod image;
 pub mod layout;
 pub mod nn;
 pub mod optim;
