@@ -191,7 +191,12 @@ fn reduce(
         ReduceOp::Max | ReduceOp::Min => {
             let hit = x.eq(&y.expand(x.shape().to_vec())?)?.cast(x.dtype())?;
             let axes: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
-            let count = hit.sum(&axes, true)?;
+            // At least 1: a fused kernel may recompute `x` with a rounding
+            // different from the one the max was taken over, so a row can
+            // find no equal element. Its gradient is then dropped instead of
+            // becoming 0/0 (for softmax and log-softmax, whose output does
+            // not depend on the shift, that gradient is exactly zero anyway).
+            let count = hit.sum(&axes, true)?.maximum_scalar(1.0)?;
             Some(hit.mul(&g.div(&count)?)?)
         }
         ReduceOp::ArgMax => None,

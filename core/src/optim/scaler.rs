@@ -34,6 +34,16 @@ impl Default for GradScaler {
 }
 
 impl GradScaler {
+    /// A scaler starting at `scale` that doubles after `growth_interval`
+    /// clean steps (PyTorch's defaults otherwise).
+    pub fn new(scale: f64, growth_interval: u32) -> GradScaler {
+        GradScaler {
+            scale,
+            growth_interval,
+            ..Default::default()
+        }
+    }
+
     /// `loss · scale` (in f32 at least, so the scale itself is exact).
     pub fn scale(&self, loss: &Tensor) -> Result<Tensor> {
         let l = loss.cast(DType::promote(loss.dtype(), DType::F32))?;
