@@ -45,6 +45,8 @@ run "cargo fmt --check" cargo fmt --all -- --check
 run "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 # A missing wgpu adapter is a failure here, not a skip.
 run "cargo test" env FUSEGRAPH_REQUIRE_WGPU=1 cargo test --workspace --no-fail-fast
+# Trains the CNN on the digits set on the CPU (seeded; ~1 min on 2 cores) and fails below 97% test accuracy.
+run "digits training example" cargo run --release -p fusegraph --example digits -- --min-accuracy 0.97
 run "wasm32 build" cargo build -p fusegraph-core -p fusegraph-wasm --target wasm32-unknown-unknown --no-default-features
 run "wasm32 clippy (WebGPU build)" cargo clippy -p fusegraph-wasm --target wasm32-unknown-unknown --features webgpu -- -D warnings
 run "npm package: build + node tests" bash wasm/npm/scripts/ci.sh
