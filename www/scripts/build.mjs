@@ -54,7 +54,9 @@ await build({
   alias: { fusegraph: join(pkg, 'src', 'entry-workerd.js') },
   loader: { '.wasm': 'copy' },
   assetNames: '[name]',
-  metafile: true,
+  // Workers have no WebGPU, so the package never loads its WebGPU build
+  // there: its glue stays out of the bundle (a dynamic import never taken).
+  external: ['*/dist/webgpu/fusegraph_wasm.js'],
 });
 await build({
   ...common,

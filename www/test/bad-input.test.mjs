@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { deflateSync } from 'node:zlib';
+import { crc32, deflateSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import { ORIGIN, startServer, stats } from './server.mjs';
 import { rng } from './variants.mjs';
@@ -128,7 +128,8 @@ function png(width, height, idat) {
     b.writeUInt32BE(data.length, 0);
     b.write(type, 4, 'latin1');
     data.copy(b, 8);
-    return b; // CRC left zero: a decoder may refuse it, the header check comes first
+    b.writeUInt32BE(crc32(b.subarray(4, 8 + data.length)), 8 + data.length);
+    return b;
   };
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
