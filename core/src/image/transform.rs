@@ -84,10 +84,10 @@ pub fn transform(
     let (h, w, _) = dims_u8("image.transform", &img)?;
     let (ow, oh) = fit_size(h, w, o.width, o.height);
     let mut img = resize(&img, ow, oh, o.filter)?;
-    if o.blur > 0.0 {
+    if o.blur != 0.0 {
         img = blur(&img, o.blur)?;
     }
-    if o.sharpen > 0.0 {
+    if o.sharpen != 0.0 {
         img = sharpen(&img, o.sharpen, o.sharpen_sigma)?;
     }
     img.realize()?;

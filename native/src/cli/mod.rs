@@ -1,4 +1,4 @@
-//! The `fusegraph` command line: `demo` (the default), `bench`, `profile`.
+//! The `fusegraph` command line: `demo` (the default), `bench`, `profile`, `image`.
 
 pub mod bench;
 #[cfg(feature = "cuda")]
@@ -7,6 +7,7 @@ pub mod bench_decomp;
 #[cfg(feature = "wgpu")]
 pub mod bench_wgpu;
 pub mod demo;
+pub mod image;
 pub mod measure;
 pub mod profile;
 
@@ -46,6 +47,9 @@ pub enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Resize, filter and re-encode an image: `fusegraph image in.jpg -w 800
+    /// --sharpen 0.5 -o out.webp` (the output format follows the extension).
+    Image(image::ImageArgs),
     /// Per-kernel time, FLOPs, bytes and arithmetic intensity of the demo graphs.
     Profile {
         /// Realizations of each graph profiled (after 2 warm-up runs).
@@ -117,5 +121,6 @@ pub fn run(cli: Cli) -> fusegraph_core::Result<bool> {
             small,
             trace,
         } => profile::run(reps as usize, unfused, small, trace.as_deref()).map(|()| true),
+        Command::Image(args) => image::run(&args),
     }
 }
