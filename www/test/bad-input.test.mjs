@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { crc32, deflateSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
-import { ORIGIN, startServer, stats } from './server.mjs';
+import { ORIGIN, PORT, startServer, stats } from './server.mjs';
 import { rng } from './variants.mjs';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 1234);
@@ -65,7 +65,7 @@ async function check(path, init = {}) {
 /** One raw HTTP/1.1 request line, exactly as written (no client normalisation). */
 function raw(target) {
   return new Promise((resolve, reject) => {
-    const sock = net.connect(8787, '127.0.0.1');
+    const sock = net.connect(PORT, '127.0.0.1');
     let data = '';
     sock.on('data', (d) => {
       data += d;
@@ -85,7 +85,7 @@ function raw(target) {
  */
 function rawUpload(size, chunked) {
   return new Promise((resolve, reject) => {
-    const sock = net.connect(8787, '127.0.0.1');
+    const sock = net.connect(PORT, '127.0.0.1');
     let data = '';
     const timer = setTimeout(() => {
       sock.destroy();

@@ -6,11 +6,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const www = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const ORIGIN = 'http://127.0.0.1:8787';
+// FG_WWW_PORT moves the server off config.capnp's 8787 (to run two tests at once).
+export const PORT = Number(process.env.FG_WWW_PORT ?? 8787);
+export const ORIGIN = `http://127.0.0.1:${PORT}`;
 
 export async function startServer({ log = false } = {}) {
   const bin = join(www, 'node_modules', '.bin', 'workerd');
-  const child = spawn(bin, ['serve', 'config.capnp', '--experimental'], { cwd: www, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(bin, ['serve', 'config.capnp', '--experimental', `--socket-addr=http=127.0.0.1:${PORT}`], { cwd: www, stdio: ['ignore', 'pipe', 'pipe'] });
   const output = [];
   const keep = (d) => {
     output.push(String(d));
