@@ -70,7 +70,7 @@ fn load() -> Vec<(Vec<f32>, i32)> {
             )
         })
         .collect();
-    let mut s: u64 = 0x5EED_D161_75;
+    let mut s: u64 = 0x005E_EDD1_6175;
     for i in (1..recs.len()).rev() {
         s ^= s << 13;
         s ^= s >> 7;

@@ -266,7 +266,7 @@ fn concat_index_select_gather() -> Result<()> {
     let x = Input::uniform(&[5, 3], 902, -1.0, 1.0);
     both(
         "index_select with repeats",
-        &[x.clone()],
+        std::slice::from_ref(&x),
         &F64_F32,
         3,
         5,

@@ -1,0 +1,146 @@
+"""PyTorch companion of `cargo run --release -p fusegraph --features cuda
+--example train_bench -- --cuda`: the same training steps, timed the same
+way (warm-up 5, then 100 timed steps, median/p10/p90, device synchronized
+before the clock stops), into bench/results/train_torch.json.
+
+Cases:
+  mlp       784-2048-2048-10, batch 256, cross-entropy, Adam; f32 eager,
+            bf16 autocast eager, bf16 autocast + torch.compile.
+  resnet18  torchvision-style ResNet-18 (CIFAR stem: 3x3 conv, no max pool)
+            on random 3x32x32 data, batch 256, SGD momentum; f32 eager and
+            bf16 autocast + torch.compile (fusegraph's ResNet-18 step is not
+            implemented yet; the figures are the peer's side only).
+
+Run on the GPU machine: python3 bench/train/train_torch.py
+"""
+
+import json
+import pathlib
+import platform
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def timed(step, reps=100, warmup=5):
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return {
+        "median_ms": statistics.median(times),
+        "p10_ms": times[len(times) // 10],
+        "p90_ms": times[(9 * len(times)) // 10],
+        "reps": reps,
+    }
+
+
+def mlp():
+    return nn.Sequential(
+        nn.Linear(784, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 10)
+    )
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.b1(self.c1(x)))
+        y = self.b2(self.c2(y))
+        return F.relu(y + (x if self.short is None else self.short(x)))
+
+
+class ResNet18(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU())
+        layers, cin = [], 64
+        for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+            layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+            cin = cout
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, classes)
+
+    def forward(self, x):
+        y = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(y, 1), 1))
+
+
+def step_fn(model, opt, x, y, autocast, compiled):
+    def fwd_bwd():
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+
+    f = torch.compile(fwd_bwd) if compiled else fwd_bwd
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        f()
+        opt.step()
+
+    return step
+
+
+def main():
+    torch.manual_seed(0)
+    dev = "cuda"
+    out = {
+        "machine": {
+            "gpu": torch.cuda.get_device_name(0),
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "python": platform.python_version(),
+        },
+        "cases": [],
+    }
+    x = torch.randn(256, 784, device=dev)
+    y = torch.randint(0, 10, (256,), device=dev)
+    for name, autocast, compiled in [
+        ("mlp f32 eager", False, False),
+        ("mlp bf16 autocast eager", True, False),
+        ("mlp bf16 autocast torch.compile", True, True),
+    ]:
+        m = mlp().to(dev)
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3, fused=True)
+        r = timed(step_fn(m, opt, x, y, autocast, compiled))
+        flops = 6 * 256 * (784 * 2048 + 2048 * 2048 + 2048 * 10)
+        r.update(name=name, tflops=flops / (r["median_ms"] * 1e-3) / 1e12)
+        out["cases"].append(r)
+        print(r)
+    xi = torch.randn(256, 3, 32, 32, device=dev)
+    for name, autocast, compiled in [
+        ("resnet18 f32 eager", False, False),
+        ("resnet18 bf16 autocast torch.compile", True, True),
+    ]:
+        m = ResNet18().to(dev).to(memory_format=torch.channels_last)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        r = timed(step_fn(m, opt, xi.to(memory_format=torch.channels_last), y, autocast, compiled), reps=50)
+        r.update(name=name)
+        out["cases"].append(r)
+        print(r)
+    path = pathlib.Path(__file__).resolve().parents[1] / "results" / "train_torch.json"
+    path.write_text(json.dumps(out, indent=2))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
