@@ -1,0 +1,66 @@
+// The f32 SIMD128 rate one core sustains here, measured: a tiny wasm module
+// (bytes written below, no toolchain) runs 12 independent chains of
+// `acc = acc * m + c` on f32x4 values, so neither latency nor memory limits
+// it. Matmul GFLOP/s are reported as a fraction of this. wasm SIMD128 has no
+// fused multiply-add outside relaxed-simd (not enabled in Node 20), so
+// mul + add is the best a kernel can issue.
+
+const CHAINS = 12; // 12 accumulators + 2 constants fit x64's 16 vector registers
+
+const leb = (n) => {
+  const out = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n) b |= 0x80;
+    out.push(b);
+  } while (n);
+  return out;
+};
+const f32 = (x) => [...new Uint8Array(new Float32Array([x]).buffer)];
+const section = (id, bytes) => [id, ...leb(bytes.length), ...bytes];
+const SIMD = 0xfd;
+const op = { splat: [SIMD, ...leb(0x13)], add: [SIMD, ...leb(0xe4)], mul: [SIMD, ...leb(0xe6)], lane0: [SIMD, ...leb(0x1f), 0] };
+
+function moduleBytes() {
+  const M = CHAINS + 1; // local index of the multiplier
+  const C = CHAINS + 2; // of the addend
+  const body = [];
+  body.push(0x43, ...f32(0.9999), ...op.splat, 0x21, M);
+  body.push(0x43, ...f32(0.0001), ...op.splat, 0x21, C);
+  for (let i = 1; i <= CHAINS; i++) body.push(0x43, ...f32(1 + i / 64), ...op.splat, 0x21, i);
+  body.push(0x03, 0x40); // loop
+  for (let i = 1; i <= CHAINS; i++) body.push(0x20, i, 0x20, M, ...op.mul, 0x20, C, ...op.add, 0x21, i);
+  body.push(0x20, 0, 0x41, 1, 0x6b, 0x22, 0, 0x0d, 0, 0x0b); // n -= 1; br_if n; end
+  body.push(0x20, 1);
+  for (let i = 2; i <= CHAINS; i++) body.push(0x20, i, ...op.add);
+  body.push(...op.lane0, 0x0b);
+  const locals = [1, ...leb(CHAINS + 2), 0x7b];
+  const func = [...locals, ...body];
+  return Uint8Array.from([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, [1, 0x60, 1, 0x7f, 1, 0x7d]),
+    ...section(3, [1, 0]),
+    ...section(7, [1, 3, ...new TextEncoder().encode('run'), 0x00, 0]),
+    ...section(10, [1, ...leb(func.length), ...func]),
+  ]);
+}
+
+/** GFLOP/s of f32x4 mul + add on one core: the best of 7 timed runs. */
+export async function simd128PeakGflops() {
+  const { instance } = await WebAssembly.instantiate(moduleBytes());
+  const run = instance.exports.run;
+  const iters = 2_000_000;
+  const flops = iters * CHAINS * 8; // 4 lanes x (mul + add) per chain per iteration
+  // V8 first runs wasm in its baseline compiler; many short calls make the
+  // function hot, and the optimised code replaces it for later calls.
+  for (let i = 0; i < 200; i++) run(10_000);
+  await new Promise((r) => setTimeout(r, 200));
+  let best = Infinity;
+  for (let i = 0; i < 7; i++) {
+    const t0 = performance.now();
+    run(iters);
+    best = Math.min(best, performance.now() - t0);
+  }
+  return flops / best / 1e6;
+}
