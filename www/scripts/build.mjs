@@ -38,7 +38,8 @@ function manifest() {
   return { images };
 }
 
-rmSync(dist, { recursive: true, force: true });
+// dist/results/ (the tests' figures) survives a rebuild.
+for (const d of ['worker', 'public']) rmSync(join(dist, d), { recursive: true, force: true });
 mkdirSync(join(dist, 'public'), { recursive: true });
 const m = manifest();
 writeFileSync(join(dist, 'manifest.json'), JSON.stringify(m, null, 2));

@@ -58,14 +58,14 @@ test('the gallery renders, every image loads, nothing shifts, and the console st
 });
 
 /** Loads /lab in `b`, waits for its run, and resolves to the timing rows. */
-async function labRows(b) {
+async function labRows(b, query = '', timeout = 60_000) {
   const context = await b.newContext();
   const page = await context.newPage();
   const problems = watch(page);
-  const response = await page.goto(`${ORIGIN}/lab`);
+  const response = await page.goto(`${ORIGIN}/lab${query}`);
   assert.equal(response.status(), 200);
   assert.match(response.headers()['content-security-policy'], /script-src 'self' 'wasm-unsafe-eval'/);
-  await page.waitForSelector('#status[data-done]', { timeout: 60_000 });
+  await page.waitForSelector('#status[data-done]', { timeout });
   const status = await page.textContent('#status');
   assert.match(status, /^done/, status);
   const rows = await page.$$eval('#timings tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
@@ -86,10 +86,11 @@ test('the lab page runs the pipeline in the browser and shows its timings', asyn
   assert.ok(rows.some((r) => r[0].startsWith('worker') && !/^\d{3}:/.test(r[6])), 'the worker answered');
 });
 
-test('with a WebGPU adapter (SwiftShader) the lab times WebGPU and the CPU', async () => {
+test('with a WebGPU adapter (SwiftShader) the lab times WebGPU and the CPU', { timeout: 300_000 }, async () => {
   const gpuBrowser = await launch({ webgpu: true });
   try {
-    const rows = await labRows(gpuBrowser);
+    // A small image: SwiftShader runs the kernels on the CPU, seconds per run.
+    const rows = await labRows(gpuBrowser, '?name=chelsea.webp&w=256', 240_000);
     console.log('lab timings, WebGPU on SwiftShader (a CPU Vulkan, so no GPU speed):');
     for (const r of rows) console.log(`  ${r.join(' | ')}`);
     const gpu = rows.find((r) => r[0] === 'browser' && r[1] === 'webgpu');
