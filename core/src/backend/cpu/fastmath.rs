@@ -25,10 +25,12 @@ pub fn exp_f32(x: f32) -> f32 {
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 5.000_000_1e-1;
     let er = p * r * r + r + 1.0;
-    // 2^n through the exponent bits; n in [-149, 128] is split in two steps
-    // so subnormal results and n = 128 stay correct.
+    // 2^n through the exponent bits; n in [-152, 129] is split in two steps
+    // so subnormal results and n = 128 stay correct. The halving is a shift,
+    // not `/ 2`: vector ISAs (SIMD128, AVX) have no integer division, so a
+    // division splits the vector loop into four scalar divides per lane group.
     let ni = n as i32;
-    let half = ni / 2;
+    let half = ni >> 1;
     let s1 = f32::from_bits(((half + 127) as u32) << 23);
     let s2 = f32::from_bits(((ni - half + 127) as u32) << 23);
     er * s1 * s2

@@ -228,6 +228,36 @@ fn row_layout(l: &Layout, axes: &[usize], outer: &[usize]) -> Layout {
     }
 }
 
+/// The strides of `l` along the kept (non-reduced) axes: the row at outer
+/// coordinates `c` starts `Σ c_k · stride_k` after the first row.
+fn kept_strides(l: &Layout, axes: &[usize]) -> Vec<isize> {
+    (0..l.shape.len())
+        .filter(|a| !axes.contains(a))
+        .map(|a| l.strides[a])
+        .collect()
+}
+
+/// Moves a walk built for the first row (offset `base`) to the row at
+/// `outer`: only the offset differs from row to row, so nothing is rebuilt
+/// (short rows are otherwise dominated by that per-row set-up).
+fn move_walk(w: &mut Walk, base: isize, kept: &[isize], outer: &[usize]) {
+    w.offset = base
+        + kept
+            .iter()
+            .zip(outer)
+            .map(|(&s, &c)| s * c as isize)
+            .sum::<isize>();
+}
+
+/// [`move_walk`] for every load's walk.
+fn move_walks(walks: &mut [Option<Walk>], base: &[isize], kept: &[Vec<isize>], outer: &[usize]) {
+    for ((w, &b), st) in walks.iter_mut().zip(base).zip(kept) {
+        if let Some(w) = w {
+            move_walk(w, b, st, outer);
+        }
+    }
+}
+
 /// The walk of every load over the row at `outer`; with `unit`, over a row
 /// of size 1 (for per-row outputs, whose loads do not vary along the row).
 fn row_walks(r: &ReduceBody, outer: &[usize], unit: bool) -> Vec<Option<Walk>> {
@@ -283,17 +313,42 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
         // domain: full outputs have numel(domain) elements, others n_outer).
         unsafe { *ptr.at(i) = E::from_f64(v.to_f64()) };
     };
+    // Per load (and for the domain): the strides that move a walk from row to row.
+    let load_kept: Vec<Vec<isize>> = r
+        .expr
+        .nodes
+        .iter()
+        .map(|n| match n {
+            ExprNode::Load { access, .. } => kept_strides(access, &r.axes),
+            _ => Vec::new(),
+        })
+        .collect();
+    let lin_kept = kept_strides(&domain, &r.axes);
     map_range(tasks, |t| {
         let mut scratch = Scratch::<T>::new(&r.expr);
         let mut outer_coords = vec![0usize; kept_shape.len()];
+        // The walks of the first row; each row moves them by its offset.
+        let mut walks = row_walks(r, &outer_coords, false);
+        let walk_base: Vec<isize> = walks
+            .iter()
+            .map(|w| w.as_ref().map_or(0, |w| w.offset))
+            .collect();
+        let mut single = row_walks(r, &outer_coords, true);
+        let single_base: Vec<isize> = single
+            .iter()
+            .map(|w| w.as_ref().map_or(0, |w| w.offset))
+            .collect();
+        let mut lin_walk = Walk::new(&row_layout(&domain, &r.axes, &outer_coords));
+        let lin_base = lin_walk.offset;
+        let mut stage_vals: Vec<T> = Vec::with_capacity(r.stages.len());
         for o in t * rows_per_task..((t + 1) * rows_per_task).min(n_outer) {
             let mut rem = o;
             for k in (0..kept_shape.len()).rev() {
                 outer_coords[k] = rem % kept_shape[k];
                 rem /= kept_shape[k];
             }
-            let walks = row_walks(r, &outer_coords, false);
-            let lin_walk = Walk::new(&row_layout(&domain, &r.axes, &outer_coords));
+            move_walks(&mut walks, &walk_base, &load_kept, &outer_coords);
+            move_walk(&mut lin_walk, lin_base, &lin_kept, &outer_coords);
             let pos_at = |start: usize| RowPos {
                 body: r,
                 args,
@@ -303,7 +358,7 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                 row_shape: &row_shape,
                 start,
             };
-            let mut stage_vals: Vec<T> = Vec::with_capacity(r.stages.len());
+            stage_vals.clear();
             scratch.new_chunk();
             for (s, stage) in r.stages.iter().enumerate() {
                 // A stage that folds a dense input as it is stored skips the
@@ -399,7 +454,7 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                 // The per-row output reads its inputs once per row (stride 0
                 // along the reduced axes): walk them over a row of size 1,
                 // which also covers empty rows.
-                let single = row_walks(r, &outer_coords, true);
+                move_walks(&mut single, &single_base, &load_kept, &outer_coords);
                 let pos = RowPos {
                     body: r,
                     args,
