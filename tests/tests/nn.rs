@@ -542,3 +542,36 @@ fn a_small_mlp_learns_xor() -> Result<()> {
     assert_eq!(pred.to_vec::<i32>()?, vec![0, 1, 1, 0]);
     Ok(())
 }
+
+/// The README's training snippet and the autograd module's doc example,
+/// with `fusegraph_core` for `fusegraph` (which re-exports it).
+#[test]
+fn readme_training_snippet_runs() -> Result<()> {
+    use fusegraph_core as fusegraph;
+    let dev = Device::Cpu;
+    let x = Tensor::randn([32, 8], 1, fusegraph::DType::F32, &dev)?;
+    let labels = Tensor::from_vec((0..32).map(|i| i % 3).collect::<Vec<i32>>(), [32], &dev)?;
+    let (l1, l2) = (
+        Linear::new(8, 16, true, 1, &dev)?,
+        Linear::new(16, 3, true, 2, &dev)?,
+    );
+    let params: Vec<Param> = [l1.parameters(), l2.parameters()].concat();
+    let mut opt = Adam::new(params, AdamOptions::adamw(1e-2))?;
+    let mut losses = vec![];
+    for _ in 0..10 {
+        let loss = l2
+            .forward(&l1.forward(&x)?.relu()?)?
+            .cross_entropy(&labels)?;
+        let leaves = opt.leaves();
+        let grads = autograd::grad(&loss, &leaves.iter().collect::<Vec<_>>())?;
+        opt.step(&grads, &[loss.clone()])?;
+        losses.push(loss.item::<f32>()?);
+    }
+    assert!(losses[9] < losses[0], "loss falls: {losses:?}");
+
+    let w = Tensor::from_vec(vec![1.0f32, -2.0, 3.0], [3], &dev)?.requires_grad();
+    let loss = w.mul(&w)?.sum(&[], false)?;
+    let [gw]: [Tensor; 1] = autograd::grad(&loss, &[&w])?.try_into().unwrap();
+    assert_eq!(gw.to_vec::<f32>()?, vec![2.0, -4.0, 6.0]);
+    Ok(())
+}
