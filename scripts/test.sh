@@ -47,6 +47,8 @@ run "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 run "cargo test" env FUSEGRAPH_REQUIRE_WGPU=1 cargo test --workspace --no-fail-fast
 # Trains the CNN on the digits set on the CPU (seeded; ~1 min on 2 cores) and fails below 97% test accuracy.
 run "digits training example" cargo run --release -p fusegraph --example digits -- --min-accuracy 0.97
+# The image CLI end to end on a sample photo (the image ops' tests run in "cargo test").
+run "fusegraph image CLI" bash -c 'out=$(mktemp -d) && cargo run --release -q -p fusegraph -- image www/images/coffee.jpg -w 200 --sharpen 0.5 -o "$out/coffee.webp" && test -s "$out/coffee.webp" && ! cargo run --release -q -p fusegraph -- image www/images/LICENSES.md -w 10 -o "$out/x.jpg"'
 run "wasm32 build" cargo build -p fusegraph-core -p fusegraph-wasm --target wasm32-unknown-unknown --no-default-features
 run "wasm32 clippy (WebGPU build)" cargo clippy -p fusegraph-wasm --target wasm32-unknown-unknown --features webgpu -- -D warnings
 run "npm package: build + node tests" bash wasm/npm/scripts/ci.sh

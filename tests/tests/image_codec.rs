@@ -211,3 +211,61 @@ fn transform_resizes_sharpens_and_encodes() {
     };
     assert!(image::transform(&read("coffee.jpg"), &bad, &|| 0.0).is_err());
 }
+
+#[test]
+fn shrink_on_load_decodes_at_a_dct_scale_close_to_a_full_decode() {
+    use fusegraph_core::image::shrink_on_load::decode_jpeg_at_least;
+    let bytes = read("astronaut-1mp.jpg");
+    let small = decode_jpeg_at_least(&bytes, 400, 400, &DecodeLimits::default(), &Device::Cpu)
+        .unwrap()
+        .expect("an RGB JPEG");
+    assert_eq!(
+        small.shape(),
+        &[512, 512, 3],
+        "1/2 scale is the smallest >= 400"
+    );
+    let tiny = decode_jpeg_at_least(&bytes, 100, 100, &DecodeLimits::default(), &Device::Cpu)
+        .unwrap()
+        .unwrap();
+    assert_eq!(tiny.shape(), &[128, 128, 3], "1/8 scale");
+    let full = decode(&bytes).unwrap();
+    let want = image::resize(&full, 512, 512, Filter::Lanczos3).unwrap();
+    let p = psnr(&pixels(&want), &pixels(&small));
+    assert!(
+        p > 30.0,
+        "half-scale decode vs full decode + resize: {p:.1} dB"
+    );
+    // Truncated files fail here too.
+    assert!(decode_jpeg_at_least(
+        &bytes[..bytes.len() / 2],
+        400,
+        400,
+        &DecodeLimits::default(),
+        &Device::Cpu
+    )
+    .is_err());
+    // The transform with and without it agree closely.
+    let o = TransformOptions {
+        width: Some(400),
+        format: Some(Format::Png),
+        ..Default::default()
+    };
+    let with = image::transform(&bytes, &o, &|| 0.0).unwrap();
+    let without = image::transform(
+        &bytes,
+        &TransformOptions {
+            shrink_on_load: false,
+            ..o
+        },
+        &|| 0.0,
+    )
+    .unwrap();
+    let p = psnr(
+        &pixels(&decode(&with.bytes).unwrap()),
+        &pixels(&decode(&without.bytes).unwrap()),
+    );
+    assert!(
+        p > 35.0,
+        "transform with vs without shrink-on-load: {p:.1} dB"
+    );
+}

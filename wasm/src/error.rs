@@ -42,6 +42,9 @@ pub fn error_code(e: &Error) -> &'static str {
         Error::Backend { .. } => "FG_BACKEND",
         Error::NotPositiveDefinite { .. } => "FG_NOT_POSITIVE_DEFINITE",
         Error::NoConvergence { .. } => "FG_NO_CONVERGENCE",
+        Error::ImageDecode { .. } => "FG_IMAGE_DECODE",
+        Error::ImageTooLarge { .. } => "FG_IMAGE_TOO_LARGE",
+        Error::ImageEncode { .. } => "FG_IMAGE_ENCODE",
         _ => "FG_ERROR",
     }
 }

@@ -13,6 +13,7 @@
 mod backend;
 mod dtype;
 mod error;
+mod image;
 mod io;
 mod ops;
 mod panic;

@@ -170,7 +170,7 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits, device: &Device) -> Result<Te
 /// (as browsers do); a server should not serve that as a valid picture, so
 /// a JPEG must end with its end-of-image marker (trailing zero padding is
 /// allowed).
-fn check_jpeg_complete(bytes: &[u8]) -> Result<()> {
+pub(crate) fn check_jpeg_complete(bytes: &[u8]) -> Result<()> {
     let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
     if end >= 2 && bytes[end - 2..end] == [0xFF, 0xD9] {
         Ok(())

@@ -3,8 +3,9 @@
 
 use super::codec::{decode, encode, DecodeLimits, Format};
 use super::filters::{blur, sharpen};
+use super::invalid;
 use super::resample::{fit_size, resize, Filter};
-use super::{dims_u8, invalid};
+use super::shrink_on_load::decode_jpeg_at_least;
 use crate::device::Device;
 use crate::error::Result;
 
@@ -25,6 +26,8 @@ pub struct TransformOptions {
     pub sharpen: f64,
     pub sharpen_sigma: f64,
     pub limits: DecodeLimits,
+    /// Decode JPEGs at 1/2, 1/4 or 1/8 scale when the resize allows it.
+    pub shrink_on_load: bool,
 }
 
 impl Default for TransformOptions {
@@ -39,6 +42,7 @@ impl Default for TransformOptions {
             sharpen: 0.0,
             sharpen_sigma: 1.0,
             limits: DecodeLimits::default(),
+            shrink_on_load: true,
         }
     }
 }
@@ -79,10 +83,20 @@ pub fn transform(
     }
     let t0 = now_ms();
     let info = super::codec::probe(bytes)?;
-    let img = decode(bytes, &o.limits, &Device::Cpu)?;
-    let t1 = now_ms();
-    let (h, w, _) = dims_u8("image.transform", &img)?;
+    super::codec::check_limits(&info, &o.limits)?;
+    let (w, h) = (info.width as usize, info.height as usize);
     let (ow, oh) = fit_size(h, w, o.width, o.height);
+    // Shrink-on-load when the JPEG is downscaled 2x or more on both axes.
+    let scaled = if o.shrink_on_load && info.format == Format::Jpeg && w >= 2 * ow && h >= 2 * oh {
+        decode_jpeg_at_least(bytes, ow, oh, &o.limits, &Device::Cpu)?
+    } else {
+        None
+    };
+    let img = match scaled {
+        Some(img) => img,
+        None => decode(bytes, &o.limits, &Device::Cpu)?,
+    };
+    let t1 = now_ms();
     let mut img = resize(&img, ow, oh, o.filter)?;
     if o.blur != 0.0 {
         img = blur(&img, o.blur)?;

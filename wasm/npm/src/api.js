@@ -6,6 +6,7 @@ import { raw, build, load } from './wasm.js';
 import { FusegraphError, guard, guardAsync, invalid } from './errors.js';
 import { probeAdapter, selectBackend } from './backends.js';
 import { fromData, readOut } from './typed.js';
+import { image } from './image.js';
 
 export { FusegraphError };
 
@@ -100,6 +101,11 @@ class Fusegraph {
     this.fallback = choice.fallback;
     this.adapter = choice.adapter ?? null;
     Object.freeze(this);
+  }
+
+  /** Image ops on u8 [H, W, C] tensors (image.js). */
+  get image() {
+    return image;
   }
 
   tensor(data, shape, options = {}) {

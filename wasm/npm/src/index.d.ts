@@ -45,6 +45,9 @@ export type ErrorCode =
   | 'FG_BACKEND'
   | 'FG_NOT_POSITIVE_DEFINITE'
   | 'FG_NO_CONVERGENCE'
+  | 'FG_IMAGE_DECODE'
+  | 'FG_IMAGE_TOO_LARGE'
+  | 'FG_IMAGE_ENCODE'
   | 'FG_DISPOSED'
   | 'FG_PANIC'
   | 'FG_ERROR';
@@ -128,6 +131,89 @@ export interface Fusegraph {
   tidy<T>(fn: () => T): T;
   /** Tensor handles not yet freed (by `dispose()` or garbage collection). */
   liveTensors(): number;
+  /** Image ops on u8 tensors `[height, width, channels]`. */
+  readonly image: ImageApi;
+}
+
+/** Image file formats read and written. WebP is written lossless (the encoder has no lossy mode). */
+export type ImageFormat = 'jpeg' | 'png' | 'webp';
+
+/** Resize filters. Downscales stretch the filter by the ratio (antialiased). */
+export type ResizeFilter = 'lanczos3' | 'bilinear' | 'nearest';
+
+/** Header facts, read without decoding pixels. */
+export interface ImageInfo {
+  width: number;
+  height: number;
+  format: ImageFormat;
+}
+
+/** Decode limits, checked on the header before any pixel buffer exists. */
+export interface DecodeLimits {
+  /** Most pixels (width × height); default 25,000,000. Over it: `FG_IMAGE_TOO_LARGE`. */
+  maxPixels?: number;
+  /** Most pixels a side; default 8192. Over it: `FG_IMAGE_TOO_LARGE`. */
+  maxSide?: number;
+}
+
+export interface TransformOptions extends DecodeLimits {
+  /** Output width; the height follows the aspect ratio when not given. */
+  width?: number;
+  height?: number;
+  /** Default 'lanczos3'. */
+  filter?: ResizeFilter;
+  /** Output format; the input's when not given. */
+  format?: ImageFormat;
+  /** JPEG quality 1..100, default 80. */
+  quality?: number;
+  /** Gaussian blur sigma in pixels (0 = none). */
+  blur?: number;
+  /** Unsharp-mask amount 0..20 (0 = none), after the resize. */
+  sharpen?: number;
+  /** Sigma of the unsharp mask's blur; default 1. */
+  sharpenSigma?: number;
+}
+
+export interface TransformResult {
+  bytes: Uint8Array;
+  width: number;
+  height: number;
+  format: ImageFormat;
+  /** Milliseconds per stage. */
+  timings: { decode: number; process: number; encode: number };
+}
+
+/**
+ * `fg.image`: images are u8 tensors `[height, width, channels]` (1 grey,
+ * 3 RGB, 4 RGBA). Ops return new lazy image tensors; colour ops fuse with
+ * the final clamp and cast into one kernel. Corrupt or unsupported data
+ * throws `FG_IMAGE_DECODE`, images over the limits `FG_IMAGE_TOO_LARGE`,
+ * bad options `FG_INVALID_ARGUMENT`.
+ */
+export interface ImageApi {
+  probe(bytes: Uint8Array | ArrayBuffer): ImageInfo;
+  decode(bytes: Uint8Array | ArrayBuffer, limits?: DecodeLimits): Tensor;
+  /** JPEG drops alpha; `quality` applies to JPEG only. */
+  encode(img: Tensor, options?: { format?: ImageFormat; quality?: number }): Uint8Array;
+  /** Give width, height or both (a missing side keeps the aspect ratio). */
+  resize(img: Tensor, options: { width?: number; height?: number; filter?: ResizeFilter }): Tensor;
+  /** Gaussian blur, sigma in pixels (0..100); edges replicate. */
+  blur(img: Tensor, sigma: number): Tensor;
+  /** Unsharp mask `x + amount * (x - blur(x, sigma))`. */
+  sharpen(img: Tensor, amount: number, sigma?: number): Tensor;
+  crop(img: Tensor, x: number, y: number, w: number, h: number): Tensor;
+  /** 'h' mirrors left-right, 'v' top-bottom. */
+  flip(img: Tensor, axis: 'h' | 'v'): Tensor;
+  /** `k` quarter turns clockwise (negative: counter-clockwise). */
+  rotate90(img: Tensor, k?: number): Tensor;
+  /** Factors where 1 changes nothing: saturation about the luma, brightness, contrast about 128, then `255 (x/255)^(1/gamma)`. */
+  adjust(img: Tensor, options: { brightness?: number; contrast?: number; saturation?: number; gamma?: number }): Tensor;
+  /** Rec. 601 luma: `[H, W, 1]` from RGB, `[H, W, 2]` (luma, alpha) from RGBA. */
+  grayscale(img: Tensor): Tensor;
+  /** Row-major 3×3 (RGB/RGBA; alpha passes through) or 1×1 (grey) matrix and one offset per row, in 0..255 units. */
+  colourMatrix(img: Tensor, matrix: ArrayLike<number>, offset?: ArrayLike<number>): Tensor;
+  /** decode → resize → blur → sharpen → encode in one call. */
+  transform(bytes: Uint8Array | ArrayBuffer, options: TransformOptions): TransformResult;
 }
 
 /** A number operand takes the tensor's dtype. */
