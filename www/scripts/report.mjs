@@ -3,7 +3,7 @@
 // one JSON: dist/results/edge.json, and bench/results/edge.json with --bench.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem, release } from 'node:os';
+import { cpus, loadavg, totalmem, release } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -38,6 +38,8 @@ const report = {
     cores: cpus().length,
     memory_bytes: totalmem(),
     kernel: release(),
+    // Other work on the machine skews every figure: the 1/5/15-minute load when the report ran.
+    load_average: loadavg().map((l) => Math.round(l * 100) / 100),
     node: process.version,
     workerd: version(join(www, 'node_modules', '.bin', 'workerd'), ['--version']),
     chromium: version(CHROMIUM, ['--version']),

@@ -29,7 +29,7 @@ async function route(request, env, ctx) {
   if (path === '/') {
     allow(request, READ);
     if (url.search) throw new HttpError(400, 'the gallery takes no parameters');
-    return pageRoute(request, ctx);
+    return pageRoute(request);
   }
   if (path.startsWith('/img/')) {
     allow(request, READ);

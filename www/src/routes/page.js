@@ -37,7 +37,7 @@ function figure(img, { hero }) {
   );
 }
 
-export async function pageRoute(request, ctx) {
+export async function pageRoute(request) {
   styleHash ??= await styleSource(CSS);
   const list = ordered();
   const [hero, ...rest] = list;
@@ -60,17 +60,23 @@ export async function pageRoute(request, ctx) {
     '<p>Rendered by a Worker; every image is resized by the fusegraph wasm pipeline inside it and served from the cache. ' +
     '<a href="/lab">Lab: the same pipeline in your browser</a></p></header><main>';
 
+  // A pull stream: each chunk is rendered when the connection asks for the
+  // next one, so the <head> (with the LCP preload) leaves first and nothing
+  // outlives the response (no waitUntil, no writer held by the request).
   const enc = new TextEncoder();
-  const { readable, writable } = new TransformStream();
-  const writer = writable.getWriter();
-  const write = async () => {
-    await writer.write(enc.encode(head));
-    if (hero) await writer.write(enc.encode(figure(hero, { hero: true })));
-    await writer.write(enc.encode('<ul class="grid">'));
-    for (const img of rest) await writer.write(enc.encode(`<li>${figure(img, { hero: false })}</li>`));
-    await writer.write(enc.encode(`</ul></main><footer><p>${list.length} photos; licences in images/LICENSES.md.</p></footer></body></html>`));
-    await writer.close();
-  };
-  ctx.waitUntil(write().catch((e) => writer.abort(e).catch(() => {})));
+  const parts = [
+    () => head,
+    () => (hero ? figure(hero, { hero: true }) : ''),
+    () => '<ul class="grid">',
+    ...rest.map((img) => () => `<li>${figure(img, { hero: false })}</li>`),
+    () => `</ul></main><footer><p>${list.length} photos; licences in images/LICENSES.md.</p></footer></body></html>`,
+  ];
+  let next = 0;
+  const readable = new ReadableStream({
+    pull(controller) {
+      if (next < parts.length) controller.enqueue(enc.encode(parts[next++]()));
+      else controller.close();
+    },
+  });
   return new Response(readable, { headers });
 }
