@@ -216,6 +216,7 @@ pub fn image_transform(
         sharpen,
         sharpen_sigma,
         limits: limits(max_pixels, max_side)?,
+        shrink_on_load: true,
     };
     let r = image::transform(bytes, &o, &now_ms).or_throw()?;
     let out = Object::new();
