@@ -357,8 +357,8 @@ fn ref_adjust(img: &Img, a: &Adjust) -> Img {
         } else {
             px[0]
         };
-        for ch in 0..k {
-            let s = luma + a.saturation * (px[ch] - luma);
+        for (ch, &v) in px.iter().enumerate() {
+            let s = luma + a.saturation * (v - luma);
             let b = s * a.brightness;
             let c = (b - 128.0) * a.contrast + 128.0;
             let g = 255.0 * (c.clamp(0.0, 255.0) / 255.0).powf(1.0 / a.gamma);

@@ -110,7 +110,16 @@ fn reader(bytes: &[u8]) -> Result<(ImageReader<Cursor<&[u8]>>, Format)> {
 
 /// Width, height and format from the header alone.
 pub fn probe(bytes: &[u8]) -> Result<ImageInfo> {
-    let (r, format) = reader(bytes)?;
+    let (mut r, format) = reader(bytes)?;
+    if let Some((width, height)) = png_ihdr(bytes).filter(|_| format == Format::Png) {
+        return Ok(ImageInfo {
+            width,
+            height,
+            format,
+        });
+    }
+    // Reading a header allocates nothing that scales with the image.
+    r.no_limits();
     let (width, height) = r
         .into_dimensions()
         .map_err(|e| decode_error(format.name(), e))?;
@@ -125,6 +134,18 @@ pub fn probe(bytes: &[u8]) -> Result<ImageInfo> {
         height,
         format,
     })
+}
+
+/// Width and height from a PNG's IHDR chunk. Read here rather than by the
+/// PNG decoder, which sizes its buffer from them first: on 32-bit wasm a
+/// bomb's 60000x60000 header overflows that computation and would come back
+/// as a decode error instead of the dimensions the limits are checked on.
+fn png_ihdr(bytes: &[u8]) -> Option<(u32, u32)> {
+    if bytes.len() < 24 || &bytes[12..16] != b"IHDR" {
+        return None;
+    }
+    let be = |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    Some((be(16), be(20)))
 }
 
 /// Checks a header against the limits.

@@ -79,9 +79,9 @@ fn with_alpha(m: &[Vec<f64>], off: &[f64], c: usize) -> (Vec<Vec<f64>>, Vec<f64>
     let k = colour_channels(c);
     let mut full = vec![vec![0.0; c]; c];
     let mut b = vec![0.0; c];
-    for o in 0..k {
-        full[o][..k].copy_from_slice(&m[o][..k]);
-        b[o] = off[o];
+    for ((row, src), (bo, &oo)) in full.iter_mut().zip(m).zip(b.iter_mut().zip(off)).take(k) {
+        row[..k].copy_from_slice(&src[..k]);
+        *bo = oo;
     }
     if c > k {
         full[k][k] = 1.0;

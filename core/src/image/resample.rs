@@ -283,8 +283,8 @@ fn cols_row<T: Sample, const C: usize>(src: &[T], dst: &mut [f32], taps: &Taps) 
         let run = &src[s * C..(s + wts.len()) * C];
         let mut acc = [0f32; C];
         for (p, &wk) in run.chunks_exact(C).zip(wts) {
-            for ch in 0..C {
-                acc[ch] += wk * p[ch].f();
+            for (a, &v) in acc.iter_mut().zip(p) {
+                *a += wk * v.f();
             }
         }
         px.copy_from_slice(&acc);
