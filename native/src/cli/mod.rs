@@ -49,7 +49,7 @@ pub enum Command {
     },
     /// Resize, filter and re-encode an image: `fusegraph image in.jpg -w 800
     /// --sharpen 0.5 -o out.webp` (the output format follows the extension).
-    Image(image::ImageArgs),
+    Image(Box<image::ImageArgs>),
     /// Per-kernel time, FLOPs, bytes and arithmetic intensity of the demo graphs.
     Profile {
         /// Realizations of each graph profiled (after 2 warm-up runs).
