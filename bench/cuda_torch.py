@@ -146,6 +146,34 @@ for r in ([1024] if QUICK else [4096, 32768]):
                 st = timed(lambda: g(s))
                 record(f"{op}_{r}x4096_{label}", peer, st, rel_err(o[:8], want), tol, fl * ne, 2.0 * ne * s.element_size())
 
+# SVD, QR, Cholesky of 512x512 f32 on the CPU suite's inputs (cpu_numpy.noise).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_numpy import noise  # noqa: E402
+
+nd = 512
+a = torch.from_numpy(noise((nd, nd), 31)).to(dev)
+xs = torch.from_numpy(noise((nd, nd), 32)).double()
+spd = (xs @ xs.T / nd + torch.eye(nd, dtype=torch.float64)).float().to(dev)
+a64, spd64 = a.double(), spd.double()
+
+
+def recon(r, want):
+    return float((r - want).abs().max() / want.abs().max())
+
+
+u, sv, vt = torch.linalg.svd(a, full_matrices=False)
+q, rr = torch.linalg.qr(a)
+lc = torch.linalg.cholesky(spd).double()
+for name, f, err, fl, reps in (
+    ("svd_512_f32", lambda: torch.linalg.svd(a, full_matrices=False)[1],
+     recon(u.double() * sv.double() @ vt.double(), a64), 22.0 * nd**3, 20),
+    ("qr_512_f32", lambda: torch.linalg.qr(a)[1].abs(), recon(q.double() @ rr.double(), a64), 8.0 / 3.0 * nd**3, 50),
+    ("cholesky_512_f32", lambda: torch.linalg.cholesky(spd), recon(lc @ lc.T, spd64), nd**3 / 3.0, 100),
+):
+    st = timed(f, min(reps, REPS))
+    record(name, "torch", st, err, 1e-4, fl, 8.0 * nd * nd)
+del a, xs, spd, a64, spd64, u, sv, vt, q, rr, lc
+
 # Eager dispatch and graph replay: 1000 dependent `x + 1` on 1024 f32.
 x0 = fill([1024], 41)
 

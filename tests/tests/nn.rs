@@ -564,7 +564,7 @@ fn readme_training_snippet_runs() -> Result<()> {
             .cross_entropy(&labels)?;
         let leaves = opt.leaves();
         let grads = autograd::grad(&loss, &leaves.iter().collect::<Vec<_>>())?;
-        opt.step(&grads, &[loss.clone()])?;
+        opt.step(&grads, std::slice::from_ref(&loss))?;
         losses.push(loss.item::<f32>()?);
     }
     assert!(losses[9] < losses[0], "loss falls: {losses:?}");

@@ -40,10 +40,12 @@ pub trait Backend: Send + Sync {
     /// Waits until all submitted work has finished.
     fn synchronize(&self) -> Result<()>;
 
-    /// Factorizes `batch` contiguous row-major m×n matrices in `input` on the
-    /// device (cuSOLVER, say), returning one storage per factor in the order
-    /// of [`Decomposition::factor_shapes`]. `None`: not offered here; the
-    /// matrices then go through the host.
+    /// Factorizes `batch` column-major m×n matrices stored back to back in
+    /// `input` on the device (cuSOLVER, say). Returns the factors the LAPACK
+    /// way, each column-major and batch-contiguous: Cholesky `[L]` (n×n,
+    /// upper triangle unspecified); QR `[Q (m×k), R (k×n, below the
+    /// diagonal unspecified)]`; SVD `[U (m×k), S (k), V (n×k)]`, k = min(m, n).
+    /// `None`: not offered here; the matrices then go through the host.
     fn decompose(
         &self,
         kind: Decomposition,

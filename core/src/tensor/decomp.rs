@@ -79,14 +79,11 @@ impl Tensor {
             .collect();
         if !self.device.is_cpu() {
             let backend = crate::backend::get(self.device)?;
-            let input = self.contiguous()?;
-            let storage = input.realized_storage()?;
+            // Row-major Aᵀ is column-major A, the order device solvers take.
+            let col_major = self.transpose(-2, -1)?.contiguous()?;
+            let storage = col_major.realized_storage()?;
             if let Some(done) = backend.decompose(kind, &storage, batch, m, n) {
-                return done?
-                    .into_iter()
-                    .zip(shapes)
-                    .map(|(s, shape)| Tensor::from_device_storage(s, &shape, self.device))
-                    .collect();
+                return self.factors_from_lapack(kind, done?, batch_shape, m, n);
             }
         }
         let factors = match self.dtype() {
@@ -104,6 +101,78 @@ impl Tensor {
         };
         Ok(factors)
     }
+}
+
+impl Tensor {
+    /// Tensors over the column-major factors a device solver returned (see
+    /// [`Backend::decompose`](crate::backend::Backend::decompose)): a
+    /// column-major r×c matrix is a row-major c×r one, transposed as a view;
+    /// the triangle the solver leaves unspecified is masked to zero.
+    fn factors_from_lapack(
+        &self,
+        kind: Decomposition,
+        factors: Vec<crate::backend::Storage>,
+        batch_shape: &[usize],
+        m: usize,
+        n: usize,
+    ) -> Result<Vec<Tensor>> {
+        let k = m.min(n);
+        // (rows, cols) of each factor as stored, column-major; None for S.
+        let stored: Vec<Option<(usize, usize)>> = match kind {
+            Decomposition::Cholesky => vec![Some((n, n))],
+            Decomposition::Qr => vec![Some((m, k)), Some((k, n))],
+            Decomposition::Svd => vec![Some((m, k)), None, Some((n, k))],
+        };
+        if factors.len() != stored.len() {
+            return Err(missing(kind.name()));
+        }
+        let mut out = Vec::with_capacity(factors.len());
+        for (i, (storage, dims)) in factors.into_iter().zip(stored).enumerate() {
+            let t = match dims {
+                None => {
+                    let shape: Vec<usize> = batch_shape.iter().copied().chain([k]).collect();
+                    Tensor::from_device_storage(storage, &shape, self.device)?
+                }
+                Some((rows, cols)) => {
+                    let shape: Vec<usize> =
+                        batch_shape.iter().copied().chain([cols, rows]).collect();
+                    let t = Tensor::from_device_storage(storage, &shape, self.device)?;
+                    // V (n×k) column-major is Vᵀ (k×n) row-major: no transpose.
+                    if kind == Decomposition::Svd && i == 2 {
+                        t
+                    } else {
+                        t.transpose(-2, -1)?
+                    }
+                }
+            };
+            out.push(match (kind, i) {
+                (Decomposition::Cholesky, 0) => triangle(&t, Triangle::Lower)?,
+                (Decomposition::Qr, 1) => triangle(&t, Triangle::Upper)?,
+                _ => t,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Triangle {
+    Lower,
+    Upper,
+}
+
+/// `t` with the elements outside the triangle (of its last two axes) set to zero.
+fn triangle(t: &Tensor, keep: Triangle) -> Result<Tensor> {
+    let r = t.rank();
+    let (rows, cols) = (t.shape()[r - 2], t.shape()[r - 1]);
+    let i = Tensor::arange(0.0, rows as f64, 1.0, DType::I32, t.device())?.reshape([rows, 1])?;
+    let j = Tensor::arange(0.0, cols as f64, 1.0, DType::I32, t.device())?.reshape([1, cols])?;
+    let mask = match keep {
+        Triangle::Lower => i.ge(&j)?,
+        Triangle::Upper => i.le(&j)?,
+    };
+    let zero = Tensor::scalar(0.0, t.dtype(), t.device())?;
+    Tensor::where_cond(&mask, t, &zero)
 }
 
 fn wrap<T: crate::dtype::Element>(

@@ -16,6 +16,7 @@ use fusegraph_core::backend::Backend;
 use fusegraph_core::{synchronize, DType, Device, Error, Result, Tensor};
 use serde_json::{json, Value};
 
+use super::bench_decomp;
 use super::measure::{check, input, stats_of, time, Check};
 
 type Build = Box<dyn Fn() -> Result<Tensor>>;
@@ -231,7 +232,54 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
             });
         }
     }
+    v.extend(decomp_cases(dev, &reps)?);
     Ok(v)
+}
+
+/// SVD, QR and Cholesky of 512×512 f32 (cuSOLVER), on the CPU suite's
+/// inputs. Flop counts are the nominal LAPACK ones (Cholesky n³/3, QR with
+/// Q formed 8n³/3, thin SVD with vectors 22n³), for scale only.
+fn decomp_cases(dev: &Device, reps: &dyn Fn(usize) -> usize) -> Result<Vec<Case>> {
+    let n = 512;
+    let nf = n as f64;
+    let bytes = 2.0 * 4.0 * nf * nf;
+    let a = bench_decomp::decomp_input(n, 31)?.to_device(dev)?;
+    let spd = bench_decomp::spd_input(n, 32)?.to_device(dev)?;
+    a.realize()?;
+    spd.realize()?;
+    let (a1, a2, a3, a4, s1, s2) = (a.clone(), a.clone(), a.clone(), a, spd.clone(), spd);
+    Ok(vec![
+        Case {
+            name: "svd_512_f32".into(),
+            what: "thin SVD (U, S, Vt) of 512x512 f32 (cuSOLVER gesvdj)".into(),
+            reps: reps(20),
+            precision: Precision::Highest,
+            flops: 22.0 * nf * nf * nf,
+            bytes,
+            build: Box::new(move || a1.svd().map(|(_, s, _)| s)),
+            verify: Box::new(move |_| bench_decomp::check_svd(&a2)),
+        },
+        Case {
+            name: "qr_512_f32".into(),
+            what: "reduced QR of 512x512 f32, then |R| (cuSOLVER geqrf + orgqr)".into(),
+            reps: reps(50),
+            precision: Precision::Highest,
+            flops: 8.0 / 3.0 * nf * nf * nf,
+            bytes,
+            build: Box::new(move || a3.qr()?.1.abs()),
+            verify: Box::new(move |_| bench_decomp::check_qr(&a4)),
+        },
+        Case {
+            name: "cholesky_512_f32".into(),
+            what: "Cholesky L of a 512x512 f32 SPD matrix (cuSOLVER potrf)".into(),
+            reps: reps(100),
+            precision: Precision::Highest,
+            flops: nf * nf * nf / 3.0,
+            bytes,
+            build: Box::new(move || s1.cholesky()),
+            verify: Box::new(move |_| bench_decomp::check_cholesky(&s2)),
+        },
+    ])
 }
 
 /// 1000 small dependent kernels (`x + 1` on 1024 f32, each realized on its

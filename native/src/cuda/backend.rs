@@ -7,6 +7,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
+use fusegraph_core::backend::cpu::decomp::Decomposition;
 use fusegraph_core::backend::cpu::CpuStorage;
 use fusegraph_core::backend::{Backend, Storage};
 use fusegraph_core::schedule::Schedule;
@@ -15,6 +16,7 @@ use fusegraph_core::{DType, Device, Error, Limits, Result};
 use super::alloc::{CudaBuffer, Pool};
 use super::blas::{Blas, WORKSPACE_BYTES};
 use super::kernels::KernelCache;
+use super::solver::{self, SolverSlot};
 use super::{error, exec, loader, nvrtc};
 
 /// One opened CUDA GPU.
@@ -34,6 +36,8 @@ pub struct CudaBackend {
     capture_owner: Mutex<Option<ThreadId>>,
     capture_done: Condvar,
     pub(crate) arch: u32,
+    /// `None` when cuSOLVER is not installed: decompositions go through the host.
+    pub(crate) solver: Option<SolverSlot>,
     describe: String,
 }
 
@@ -91,12 +95,14 @@ impl CudaBackend {
         } else {
             None
         };
+        let cusolver = loader::cusolver_present();
         let describe = format!(
-            "{name} (sm_{arch}, {sms} SMs, {:.0} GiB, CUDA driver {}.{}, NVRTC {rm}.{rn}, cuBLASLt {})",
+            "{name} (sm_{arch}, {sms} SMs, {:.0} GiB, CUDA driver {}.{}, NVRTC {rm}.{rn}, cuBLASLt {}, cuSOLVER {})",
             mem as f64 / (1u64 << 30) as f64,
             driver / 1000,
             (driver % 1000) / 10,
-            if blas.is_some() { "loaded" } else { "not found" }
+            if blas.is_some() { "loaded" } else { "not found" },
+            if cusolver { "loaded" } else { "not found" }
         );
         Ok(Arc::new(CudaBackend {
             ordinal: n,
@@ -111,6 +117,7 @@ impl CudaBackend {
             capture_owner: Mutex::new(None),
             capture_done: Condvar::new(),
             arch,
+            solver: cusolver.then(SolverSlot::new),
             describe,
         }))
     }
@@ -320,6 +327,22 @@ impl Backend for CudaBackend {
         let _g = self.enter();
         self.bind()?;
         exec::execute(self, schedule, leaves)
+    }
+
+    fn decompose(
+        &self,
+        kind: Decomposition,
+        input: &Storage,
+        batch: usize,
+        m: usize,
+        n: usize,
+    ) -> Option<Result<Vec<Storage>>> {
+        self.solver.as_ref()?;
+        let _g = self.enter();
+        Some(
+            self.bind()
+                .and_then(|()| solver::decompose(self, kind, input, batch, m, n)),
+        )
     }
 
     fn synchronize(&self) -> Result<()> {

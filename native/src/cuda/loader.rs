@@ -106,3 +106,13 @@ pub(crate) fn cublaslt_present() -> bool {
         found() || (preload("libcublasLt.so", &lib_dirs()) && found())
     })
 }
+
+/// Whether cuSOLVER can be opened (preloading it from a toolkit folder if needed).
+pub(crate) fn cusolver_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    *PRESENT.get_or_init(|| {
+        // SAFETY: only tries to open the library.
+        let found = || unsafe { cudarc::cusolver::sys::is_culib_present() };
+        found() || (preload("libcusolver.so", &lib_dirs()) && found())
+    })
+}

@@ -30,8 +30,10 @@
 //!   see `alloc`).
 //! - [`capture`] records a closure's launches into a CUDA graph for replay.
 //!
-//! Not here yet: pinned host staging with copies overlapping compute, and
-//! cuSOLVER (SVD/QR/Cholesky).
+//! - SVD, QR and Cholesky run in cuSOLVER when it is installed (`solver`:
+//!   gesvdj, geqrf + orgqr, potrf), else through the host (faer).
+//!
+//! Not here yet: pinned host staging with copies overlapping compute.
 
 mod alloc;
 mod backend;
@@ -43,6 +45,7 @@ mod graph;
 mod kernels;
 pub mod loader;
 pub mod nvrtc;
+mod solver;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

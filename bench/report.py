@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Writes BENCHMARKS.md from the result files in bench/results/ (no
+measurement here: every figure is read from a JSON file a benchmark run
+wrote). Usage: python3 bench/report.py [--out BENCHMARKS.md]"""
+
+import argparse
+import json
+import os
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def load(name):
+    path = os.path.join(RESULTS, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def ms(s):
+    if s is None:
+        return "n/a"
+    return f"{s * 1e3:.3f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} µs"
+
+
+def ratio(x):
+    return "n/a" if x is None else f"{x:.2f}×"
+
+
+def pct(x):
+    return "" if x is None else f"{x * 100:.0f}%"
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def cpu_section(d):
+    m = d.get("machine", {})
+    rows = []
+    for c in d["cases"]:
+        fg = c["fusegraph"]
+        ok = c["fusegraph_check"].get("ok")
+        np_ok = (c.get("numpy_check") or {}).get("ok")
+        rows.append([
+            c["name"], ms(fg["median_s"]), f"{ms(fg['p10_s'])} / {ms(fg['p90_s'])}",
+            ms((c.get("numpy") or {}).get("median_s")), ratio(c.get("ratio_numpy_over_fusegraph")),
+            f"{c['gflops']:.1f}" if c.get("gflops") else "", f"{c['gbps']:.1f}" if c.get("gbps") else "",
+            pct(c.get("fraction_of_roofline")), "ok" if ok and np_ok is not False else "FAILED",
+        ])
+    return "\n\n".join([
+        "## CPU: fusegraph vs NumPy",
+        f"Machine: {m.get('cpu_model', '?')}, {m.get('cores', '?')} cores; "
+        f"{m.get('numpy', {}).get('version', '') if isinstance(m.get('numpy'), dict) else ''}"
+        "ratio = NumPy time / fusegraph time (above 1: fusegraph is faster), measured one after the other in one run. "
+        "Roofline = the larger of FLOP/s over the estimated peak and bytes/s over measured memcpy bandwidth.",
+        table(["case", "fusegraph", "p10 / p90", "NumPy", "ratio", "GFLOP/s", "GB/s", "roofline", "checks"], rows),
+        "![CPU ratios](bench/results/cpu.svg)" if os.path.exists(os.path.join(RESULTS, "cpu.svg")) else "",
+        "Reproduce: `bench/run_cpu.sh` (writes cpu.json, cpu.svg, cpu.md).",
+    ])
+
+
+def cuda_section(d):
+    gpu = d.get("gpu") or {}
+    gpu = {"name": gpu} if isinstance(gpu, str) else gpu
+    peers = d.get("peers") or {}
+    rows = []
+    for c in d["cases"]:
+        peer_cols = []
+        for p in ("torch", "torch.compile", "cupy"):
+            peer_cols.append(ratio(c.get(f"speedup_vs_{p}")))
+        tf = c.get("tflops")
+        rows.append([
+            c["name"], ms(c.get("fusegraph_median_s")), *peer_cols,
+            f"{tf:.1f}" if tf else "", f"{c['gbps']:.0f}" if c.get("gbps") else "",
+            "ok" if (c.get("check") or {}).get("ok") else "FAILED",
+        ])
+    g = d.get("graph") or {}
+    extra = ""
+    if g:
+        extra = "Eager dispatch and CUDA graphs: " + ", ".join(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}"
+                                                               for k, v in g.items() if not isinstance(v, (dict, list)))
+    return "\n\n".join([
+        "## CUDA: fusegraph vs PyTorch, torch.compile, CuPy",
+        f"GPU: {gpu.get('name', '?')}; peers: {', '.join(f'{k} {v}' for k, v in peers.items())}. "
+        "Columns are speed-ups (peer time / fusegraph time; above 1: fusegraph is faster), same GPU, same run.",
+        table(["case", "fusegraph", "vs torch", "vs torch.compile", "vs CuPy", "TFLOP/s", "GB/s", "checks"], rows),
+        extra,
+        "Reproduce: `./scripts/gpu-test.sh` here, then `OUT=$OUT bash .gpu-bin/cuda/run.sh` on the GPU machine "
+        "(DEVELOPERS.md).",
+    ])
+
+
+def wgpu_section(d):
+    fg = d["fusegraph"]
+    ad = fg.get("adapter", {})
+    rows = [[c["name"], ms(c["stats"]["median_s"]), f"{c.get('gflops', 0) / 1e3:.2f}", f"{c.get('gbps', 0):.0f}",
+             "ok" if c["check"]["ok"] else "FAILED"] for c in fg["cases"]]
+    srows = []
+    for k, v in d.get("summary", {}).items():
+        srows.append([k, ", ".join(f"{a} = {b:.3g}" if isinstance(b, float) else f"{a} = {b}" for a, b in v.items())])
+    return "\n\n".join([
+        "## wgpu (Vulkan) on the GPU machine",
+        f"Adapter: {ad if isinstance(ad, str) else json.dumps(ad)}.",
+        table(["case", "fusegraph", "TFLOP/s", "GB/s", "checks"], rows),
+        "Against the targets (PyTorch on the same GPU in the same run):",
+        table(["case", "figures"], srows),
+        "Reproduce: `bench/run_wgpu_gpu.sh --build` here, then `OUT=$OUT bash bench/run_wgpu_gpu.sh` on the GPU machine.",
+    ])
+
+
+def wasm_section(d):
+    rows = []
+    for r in d["results"]:
+        rows.append([r["case"], ms((r.get("fusegraph_e2e") or {}).get("median_s")) if isinstance(r.get("fusegraph_e2e"), dict) else "",
+                     ratio(r.get("ratio_vs_tfjs_e2e")), ratio(r.get("ratio_vs_ort_e2e")),
+                     f"{r['fusegraph_gflops_compute']:.1f}" if r.get("fusegraph_gflops_compute") else "",
+                     "ok" if r.get("ok") else "FAILED"])
+    m = d.get("machine", {})
+    v = d.get("versions", {})
+    return "\n\n".join([
+        "## wasm (Node, one thread): fusegraph vs tfjs-backend-wasm and onnxruntime-web",
+        f"Machine: {m.get('cpu', '?')}, Node {m.get('node', '?')}; versions: {', '.join(f'{a} {b}' for a, b in v.items())}. "
+        "Ratios are peer time / fusegraph time, end to end.",
+        table(["case", "fusegraph", "vs tfjs-wasm", "vs onnxruntime-web", "GFLOP/s", "checks"], rows),
+        "Reproduce: see bench/wasm/ (`node bench/wasm/bench.mjs`).",
+    ])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default="BENCHMARKS.md")
+    args = ap.parse_args()
+    parts = [
+        "# fusegraph benchmarks",
+        "Every table is generated by `python3 bench/report.py` from the JSON files in `bench/results/`, which the "
+        "benchmark programs write (machine details, medians, p10/p90, checks against a reference in the same run). "
+        "Method: 5 warm-ups, then 100 timed repetitions (fewer for slow cases), median reported, device synchronized "
+        "before the clock stops, every result checked. Peers run side by side in the same run; speeds are given as "
+        "ratios to them. Shared machines are noisy: compare ratios, not absolute times across runs.",
+    ]
+    for name, render in (("cpu.json", cpu_section), ("cuda.json", cuda_section), ("wgpu.json", wgpu_section),
+                         ("wasm.json", wasm_section)):
+        d = load(name)
+        if d is None:
+            parts.append(f"## {name}\n\nNot measured yet.")
+            continue
+        try:
+            parts.append(render(d))
+        except (KeyError, TypeError) as e:
+            parts.append(f"## {name}\n\nCould not render ({e!r}); see bench/results/{name}.")
+    known = {"cpu.json", "cuda.json", "wgpu.json", "wasm.json"}
+    others = sorted(f for f in os.listdir(RESULTS) if f.endswith(".json") and f not in known and not f.startswith("cuda_"))
+    if others:
+        parts.append("## Other results\n\n" + "\n".join(f"- [`bench/results/{f}`](bench/results/{f})" for f in others))
+    with open(args.out, "w") as f:
+        f.write("\n\n".join(p for p in parts if p) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
