@@ -74,15 +74,26 @@ def cuda_section(d):
             peer_cols.append(ratio(c.get(f"speedup_vs_{p}")))
         tf = c.get("tflops")
         rows.append([
-            c["name"], ms(c.get("fusegraph_median_s")), *peer_cols,
+            c["name"], ms(c.get("fusegraph_s")), *peer_cols,
             f"{tf:.1f}" if tf else "", f"{c['gbps']:.0f}" if c.get("gbps") else "",
             "ok" if (c.get("check") or {}).get("ok") else "FAILED",
         ])
-    g = d.get("graph") or {}
     extra = ""
-    if g:
-        extra = "Eager dispatch and CUDA graphs: " + ", ".join(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}"
-                                                               for k, v in g.items() if not isinstance(v, (dict, list)))
+    for c in d["cases"]:
+        chk = c.get("check") or {}
+        if chk and not chk.get("ok"):
+            peer = "; torch's result fails the same check" if c.get("torch_ok") is False else ""
+            extra += (f"{c['name']} FAILED its check: error {chk.get('max_err_rel_to_max', float('nan')):.2g} "
+                      f"(relative to the largest value) over the tolerance {chk.get('tolerance', float('nan')):.2g}{peer}. ")
+    copy = d.get("copy_bandwidth_gbps")
+    if copy:
+        extra += f"Copy bandwidth (torch, 64M f32, same run): {copy:.0f} GB/s. "
+    g = d.get("dispatch_and_graph") or {}
+    fg, tg = g.get("fusegraph") or {}, g.get("torch") or {}
+    if fg:
+        extra += (f"Eager dispatch: {fg['eager_us_per_op']:.2f} us/op (torch {tg.get('eager_us_per_op', float('nan')):.2f}); "
+                  f"{fg['graph_nodes']} small kernels replayed as one CUDA graph: {fg['graph_replay']['median_s'] * 1e3:.3f} ms, "
+                  f"{fg['graph_speedup']:.1f}x faster than eager (torch {tg.get('graph_speedup', float('nan')):.1f}x).")
     return "\n\n".join([
         "## CUDA: fusegraph vs PyTorch, torch.compile, CuPy",
         f"GPU: {gpu.get('name', '?')}; peers: {', '.join(f'{k} {v}' for k, v in peers.items())}. "

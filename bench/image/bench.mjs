@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import sharp from 'sharp';
 import * as photon from '@silvia-odwyer/photon-node';
 import Vips from 'wasm-vips';
-import { init } from 'fusegraph';
+import { init } from 'fusegraph/image';
 
 const args = process.argv.slice(2);
 const arg = (name, dflt) => {

@@ -12,12 +12,14 @@ Cases:
             implemented yet; the figures are the peer's side only).
 
 Run on the GPU machine: python3 bench/train/train_torch.py
+  [--out PATH] [--skip-resnet]   (ResNet-18 compiles for minutes)
 """
 
 import json
 import pathlib
 import platform
 import statistics
+import sys
 import time
 
 import torch
@@ -127,10 +129,11 @@ def main():
         out["cases"].append(r)
         print(r)
     xi = torch.randn(256, 3, 32, 32, device=dev)
-    for name, autocast, compiled in [
+    resnet_cases = [] if "--skip-resnet" in sys.argv else [
         ("resnet18 f32 eager", False, False),
         ("resnet18 bf16 autocast torch.compile", True, True),
-    ]:
+    ]
+    for name, autocast, compiled in resnet_cases:
         m = ResNet18().to(dev).to(memory_format=torch.channels_last)
         opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
         r = timed(step_fn(m, opt, xi.to(memory_format=torch.channels_last), y, autocast, compiled), reps=50)
@@ -138,6 +141,8 @@ def main():
         out["cases"].append(r)
         print(r)
     path = pathlib.Path(__file__).resolve().parents[1] / "results" / "train_torch.json"
+    if "--out" in sys.argv:
+        path = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
     path.write_text(json.dumps(out, indent=2))
     print(f"wrote {path}")
 

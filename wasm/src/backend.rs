@@ -30,6 +30,12 @@ pub fn compiled_backends() -> Vec<String> {
     names
 }
 
+/// Whether this build has the image codecs and ops (feature `image`).
+#[wasm_bindgen(js_name = hasImage)]
+pub fn has_image() -> bool {
+    cfg!(feature = "image")
+}
+
 /// Makes `name` (`cpu` or `webgpu`) the device of new tensors.
 #[wasm_bindgen(js_name = useBackend)]
 pub fn use_backend(name: &str) -> JsResult<()> {

@@ -7,12 +7,15 @@
 //! - backend selection (`backend`: the SIMD128 CPU path, and WebGPU in
 //!   builds with feature `webgpu`, whose adapter request and read-back are
 //!   async: `webgpu`),
+//! - image decode/encode and image ops in builds with feature `image`
+//!   (`image`),
 //! - errors as JS `Error`s with a stable `code` (`error`), and a panic hook
 //!   that records any residual panic so the wrapper can report it (`panic`).
 
 mod backend;
 mod dtype;
 mod error;
+#[cfg(feature = "image")]
 mod image;
 mod io;
 mod ops;

@@ -2,9 +2,10 @@
 // fg.image.transform on it in the browser, on the wasm CPU backend and on
 // WebGPU where the browser has it, and fetches the same transform from the
 // worker; it shows each one's timings. Bundled by scripts/build.mjs.
-import { init } from 'fusegraph';
+import { init } from 'fusegraph/image';
 
-const WASM = { wasm: '/assets/fusegraph_wasm_bg.wasm', wasmWebGpu: '/assets/fusegraph_webgpu_bg.wasm' };
+// The package's two image builds (CPU, and CPU + WebGPU), served by the worker.
+const WASM = { wasmImage: '/assets/fusegraph_wasm_bg.wasm', wasmImageWebGpu: '/assets/fusegraph_webgpu_bg.wasm' };
 const REPS = 5;
 // Fewer on WebGPU: without a GPU the adapter is a CPU emulation (SwiftShader), seconds a run.
 const GPU_REPS = 3;

@@ -1,7 +1,7 @@
 // Builds what workerd serves (into www/dist/, git-ignored):
 //   dist/manifest.json      the allow-list of images: name, size, format, content hash
 //   dist/worker/worker.js   the Worker bundle (esbuild), importing ...
-//   dist/worker/fusegraph_wasm_bg.wasm   ... the fusegraph wasm as a compiled-module import
+//   dist/worker/fusegraph_wasm_bg.wasm   ... the fusegraph image build's wasm as a compiled-module import
 //   dist/public/            the lab page's browser bundle and its copy of the wasm
 // The fusegraph package comes from the repo (wasm/npm, built by
 // `bash wasm/npm/scripts/build.sh`); copying its wasm here means a rebuild of
@@ -17,7 +17,8 @@ import { IMAGE_NAME } from '../src/names.js';
 const www = join(dirname(fileURLToPath(import.meta.url)), '..');
 // FUSEGRAPH_PKG builds against another checkout of the package.
 const pkg = process.env.FUSEGRAPH_PKG ?? join(www, '..', 'wasm', 'npm');
-const wasm = join(pkg, 'dist', 'fusegraph_wasm_bg.wasm');
+// The worker and the lab page import `fusegraph/image`: the package's image builds.
+const wasm = join(pkg, 'dist', 'image', 'fusegraph_wasm_bg.wasm');
 const dist = join(www, 'dist');
 
 if (!existsSync(wasm)) {
@@ -52,12 +53,12 @@ await build({
   platform: 'neutral',
   target: 'es2022',
   conditions: ['workerd', 'worker'],
-  alias: { fusegraph: join(pkg, 'src', 'entry-workerd.js') },
+  alias: { 'fusegraph/image': join(pkg, 'src', 'entry-workerd-image.js') },
   loader: { '.wasm': 'copy' },
   assetNames: '[name]',
-  // Workers have no WebGPU, so the package never loads its WebGPU build
-  // there: its glue stays out of the bundle (a dynamic import never taken).
-  external: ['*/dist/webgpu/fusegraph_wasm.js'],
+  // Workers have no WebGPU, so the package never loads its WebGPU builds
+  // there: their glue stays out of the bundle (dynamic imports never taken).
+  external: ['*/dist/webgpu/fusegraph_wasm.js', '*/dist/image-webgpu/fusegraph_wasm.js'],
 });
 await build({
   ...common,
@@ -65,11 +66,11 @@ await build({
   outdir: join(dist, 'public'),
   platform: 'browser',
   target: 'es2022',
-  alias: { fusegraph: join(pkg, 'src', 'entry-web.js') },
+  alias: { 'fusegraph/image': join(pkg, 'src', 'entry-web-image.js') },
 });
 copyFileSync(wasm, join(dist, 'public', 'fusegraph_wasm_bg.wasm'));
-// The package's WebGPU build, for the lab page's WebGPU row (when built).
-const gpuWasm = join(pkg, 'dist', 'webgpu', 'fusegraph_wasm_bg.wasm');
+// The package's WebGPU image build, for the lab page's WebGPU row (when built).
+const gpuWasm = join(pkg, 'dist', 'image-webgpu', 'fusegraph_wasm_bg.wasm');
 if (existsSync(gpuWasm)) copyFileSync(gpuWasm, join(dist, 'public', 'fusegraph_webgpu_bg.wasm'));
 
 const size = (p) => statSync(p).size;

@@ -3,7 +3,7 @@
 // Its errors become HTTP errors here: FG_IMAGE_DECODE 422,
 // FG_IMAGE_TOO_LARGE 413, FG_INVALID_ARGUMENT 400. Anything else (FG_PANIC
 // would be a bug) is rethrown and answered as an internal error.
-import { init } from 'fusegraph';
+import { init } from 'fusegraph/image';
 import { HttpError } from './http.js';
 import { MAX_PIXELS, MAX_SIDE, MAX_WORK } from './limits.js';
 

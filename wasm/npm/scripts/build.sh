@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds the package's generated half into dist/ (git-ignored), twice:
+# Builds the package's generated half into dist/ (git-ignored), three times:
 # dist/ is the CPU-only build (SIMD128), dist/webgpu/ the same with the
 # crate's `webgpu` feature (the core's wgpu backend on the browser's
-# WebGPU), so the CPU path does not carry wgpu. For each:
+# WebGPU), so the CPU path does not carry wgpu; dist/image/ and
+# dist/image-webgpu/ are those two with the `image` feature (codecs and
+# image ops), so the core-ops builds do not carry the codecs. For each:
 #   1. the fusegraph-wasm crate for wasm32 with the `wasm-release` profile,
 #   2. wasm-bindgen (the CLI pinned to the crate's version in Cargo.lock)
 #      with `--target web`, whose init takes a URL, bytes or a compiled
@@ -44,3 +46,5 @@ build_variant() {
 rm -rf dist
 build_variant dist
 build_variant dist/webgpu webgpu
+build_variant dist/image image
+build_variant dist/image-webgpu image,webgpu

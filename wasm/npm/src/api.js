@@ -16,20 +16,27 @@ let context = null;
 /**
  * Makes `init` for an entry point. `sourceFor(kind)` gives what the
  * wasm-bindgen loader accepts (a URL, bytes, a Response or a compiled
- * Module) for build `kind` ('cpu' or 'webgpu'), or null when the entry
- * cannot load that build (workerd has no WebGPU).
+ * Module) for build `kind` ('cpu', 'webgpu' or 'image'), or null when the
+ * entry cannot load that build (workerd has no WebGPU). `defaults` are
+ * options the entry point sets (`fusegraph/image` sets `image: true`).
  *
  * The first init() of a realm picks the build: the WebGPU one when
  * WebGPU is asked for or 'auto' finds an adapter, else the CPU one. The
  * WebGPU build has the CPU path too, so later init() calls may switch to
  * 'cpu'; after the CPU build, 'webgpu' throws FG_DEVICE_UNAVAILABLE.
+ * With `image: true` the same choice is made between the image builds
+ * (the same two builds plus the image codecs and ops).
  */
-export function createInit(sourceFor) {
-  return async function init(options = {}) {
+export function createInit(sourceFor, defaults = {}) {
+  return async function init(given = {}) {
+    if (given === null || typeof given !== 'object') throw invalid(`init: options must be an object, got ${given === null ? 'null' : typeof given}`);
+    const options = { ...defaults, ...given };
     const backend = options.backend ?? 'auto';
     if (!['auto', 'cpu', 'webgpu'].includes(backend)) {
       throw invalid(`init: backend must be 'auto', 'cpu' or 'webgpu', got ${JSON.stringify(backend)}`);
     }
+    const wantImage = options.image ?? false;
+    if (typeof wantImage !== 'boolean') throw invalid(`init: image must be true or false, got ${JSON.stringify(wantImage)}`);
     const probe = backend === 'cpu' ? null : await probeAdapter();
     if (!loaded) {
       loaded = loadBuild(probe, backend, options, sourceFor);
@@ -38,6 +45,12 @@ export function createInit(sourceFor) {
       });
     }
     const note = await loaded;
+    if (wantImage && !build.startsWith('image')) {
+      throw new FusegraphError(
+        'FG_NOT_IN_BUILD',
+        `init: image: true, but this realm already loaded the ${build} build, which has no image codecs (the first init() picks the build: make it init({ image: true }) or import from 'fusegraph/image')`,
+      );
+    }
     const choice = await selectBackend(raw, backend, probe, build, note);
     context = new Fusegraph(choice);
     return context;
@@ -51,12 +64,15 @@ export function createInit(sourceFor) {
  * load (e.g. a bundle that did not ship it) falls back to the CPU build.
  */
 async function loadBuild(probe, backend, options, sourceFor) {
+  // The image builds are the core builds plus the codecs; same choice.
+  const image = options.image === true;
+  const [cpuKind, gpuKind] = image ? ['image', 'image-webgpu'] : ['cpu', 'webgpu'];
   let note = null;
   if (probe?.adapter) {
-    const gpuSource = options.wasmWebGpu ?? (await sourceFor('webgpu'));
+    const gpuSource = (image ? options.wasmImageWebGpu : options.wasmWebGpu) ?? (await sourceFor(gpuKind));
     if (gpuSource) {
       try {
-        await load('webgpu', gpuSource);
+        await load(gpuKind, gpuSource);
         return null;
       } catch (e) {
         note = `loading the WebGPU build failed (${e?.message ?? e})`;
@@ -64,7 +80,9 @@ async function loadBuild(probe, backend, options, sourceFor) {
       }
     }
   }
-  await load('cpu', options.wasm ?? (await sourceFor('cpu')));
+  const source = (image ? options.wasmImage : options.wasm) ?? (await sourceFor(cpuKind));
+  if (!source) throw new FusegraphError('FG_NOT_IN_BUILD', `init: this entry point has no ${cpuKind} build`);
+  await load(cpuKind, source);
   return note;
 }
 

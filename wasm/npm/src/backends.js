@@ -63,7 +63,7 @@ export async function selectBackend(raw, requested, probe, build, note = null) {
 }
 
 function noGpuBuild(build) {
-  return build === 'cpu'
+  return build === 'cpu' || build === 'image'
     ? 'the CPU-only build of fusegraph is loaded (by an earlier init(), or this entry point has no WebGPU build)'
     : 'this build of fusegraph has no WebGPU backend';
 }

@@ -4,9 +4,15 @@
 // returns a new lazy image tensor; colour ops fuse with the final clamp and
 // cast into one kernel. `transform` runs a whole request in one call.
 // Options are checked here (FG_INVALID_ARGUMENT) and again in Rust.
+//
+// The codecs live in the image builds only (dist/image/ and
+// dist/image-webgpu/, loaded by init({ image: true }) or the
+// `fusegraph/image` entry points), which keeps
+// them out of the core-ops builds' size budget. In the other builds every
+// method throws FG_NOT_IN_BUILD saying how to load it.
 
-import { raw } from './wasm.js';
-import { guard, invalid } from './errors.js';
+import { raw, build } from './wasm.js';
+import { FusegraphError, guard, invalid } from './errors.js';
 import { Tensor } from './api.js';
 
 const FILTERS = ['lanczos3', 'bilinear', 'nearest'];
@@ -64,7 +70,7 @@ function op(img, name, f) {
   return new Tensor(guard(() => f(h)));
 }
 
-export const image = Object.freeze({
+const methods = {
   /** Header only: `{ width, height, format }`. */
   probe(bytes) {
     const b = bytesOf('image.probe', bytes);
@@ -159,4 +165,25 @@ export const image = Object.freeze({
     const [maxPixels, maxSide] = limitsOf('image.transform', o);
     return guard(() => raw.imageTransform(b, width ?? 0, height ?? 0, filter, format, quality, blur, sharpen, sharpenSigma, maxPixels, maxSide));
   },
-});
+};
+
+function requireImageBuild(name) {
+  if (!build?.startsWith('image')) {
+    throw new FusegraphError(
+      'FG_NOT_IN_BUILD',
+      `image.${name}: the ${build ?? 'no'} build is loaded, and only the image build has the image codecs and ops: call init({ image: true }) first, or import init from 'fusegraph/image'`,
+    );
+  }
+}
+
+export const image = Object.freeze(
+  Object.fromEntries(
+    Object.entries(methods).map(([name, f]) => [
+      name,
+      (...args) => {
+        requireImageBuild(name);
+        return f(...args);
+      },
+    ]),
+  ),
+);

@@ -48,6 +48,7 @@ export type ErrorCode =
   | 'FG_IMAGE_DECODE'
   | 'FG_IMAGE_TOO_LARGE'
   | 'FG_IMAGE_ENCODE'
+  | 'FG_NOT_IN_BUILD'
   | 'FG_DISPOSED'
   | 'FG_PANIC'
   | 'FG_ERROR';
@@ -79,6 +80,19 @@ export interface InitOptions {
   wasm?: WasmSource;
   /** Where the WebGPU build's .wasm comes from (same forms as `wasm`). */
   wasmWebGpu?: WasmSource;
+  /**
+   * Loads an image build: the same choice of CPU or CPU + WebGPU build, each
+   * with the JPEG/PNG/WebP codecs and `fg.image` as well (larger .wasm
+   * files, kept apart so the core-ops builds stay small). The
+   * `fusegraph/image` entry points set it. Default false; in the core builds
+   * `fg.image.*` throws `FG_NOT_IN_BUILD`, as does `image: true` once a
+   * core build is loaded.
+   */
+  image?: boolean;
+  /** Where the CPU image build's .wasm comes from (same forms as `wasm`). */
+  wasmImage?: WasmSource;
+  /** Where the CPU + WebGPU image build's .wasm comes from (same forms as `wasm`). */
+  wasmImageWebGpu?: WasmSource;
 }
 
 /** What the wasm loader takes: a URL, bytes, a Response or a compiled module (or a promise of one). */

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { init, FusegraphError } from 'fusegraph';
+import { init, FusegraphError } from 'fusegraph/image';
 
 const fg = await init({ backend: 'cpu' });
 const photo = (name) => new Uint8Array(readFileSync(new URL(`../../../www/images/${name}`, import.meta.url)));
