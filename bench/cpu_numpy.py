@@ -134,6 +134,11 @@ def cases(quick):
     a, bt = fill((1024, 1024), 13), fill((1024, 1024), 14)
     out.append(("matmul_1024_transposed_rhs", r(100), lambda: a @ bt.T,
                 lambda y: err(y[:8], a[:8].astype(np.float64) @ bt.T.astype(np.float64)), 1e-4))
+    out.append(("matmul_1024_copied_rhs", r(100), lambda: a @ np.ascontiguousarray(bt.T),
+                lambda y: err(y[:8], a[:8].astype(np.float64) @ bt.T.astype(np.float64)), 1e-4))
+    ba, bb = fill((1000, 128, 128), 15), fill((1000, 128, 128), 16)
+    out.append(("bmm_1000x128x128", r(50), lambda: np.matmul(ba, bb),
+                lambda y: err(y[:4], np.matmul(ba[:4].astype(np.float64), bb[:4].astype(np.float64))), 1e-4))
     s = fill((8,), 21)
     tiny = 100 if quick else 1000
     out.append(("cached_10op_chain", tiny, lambda: chain(s), lambda y: err(y, chain(s.astype(np.float64))), 1e-4))

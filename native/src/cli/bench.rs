@@ -180,6 +180,48 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
             )
         }),
     });
+    // The same product with the transpose made physical first: a copy
+    // kernel realized on its own, then the matmul on the copy. Against the
+    // row above it prices the copy that the strided view saves.
+    let (a, bt) = (input(&[1024, 1024], 13)?, input(&[1024, 1024], 14)?);
+    let (a2, bt2) = (a.clone(), bt.clone());
+    v.push(Case {
+        name: "matmul_1024_copied_rhs",
+        what: "f32 matmul 1024x1024 @ (1024x1024).t().contiguous() (the copy realized first)"
+            .into(),
+        reps: r(100),
+        checksum_scale: None,
+        build: Box::new(move || {
+            let copied = bt.t()?.contiguous()?;
+            copied.realize()?;
+            a.matmul(&copied)
+        }),
+        verify: Box::new(move |out| {
+            check(
+                &out.narrow(0, 0, 8)?,
+                &a2.narrow(0, 0, 8)?.matmul(&bt2.t()?)?,
+                TOL,
+            )
+        }),
+    });
+    // 1000 small products in one batched call (bmm).
+    let (a, b) = (input(&[1000, 128, 128], 15)?, input(&[1000, 128, 128], 16)?);
+    let (a2, b2) = (a.clone(), b.clone());
+    v.push(Case {
+        name: "bmm_1000x128x128",
+        what: "f32 batched matmul of 1000 128x128 pairs in one call".into(),
+        reps: r(50),
+        checksum_scale: None,
+        build: Box::new(move || a.matmul(&b)),
+        // Batches 0..4 against their own reference products.
+        verify: Box::new(move |out| {
+            check(
+                &out.narrow(0, 0, 4)?,
+                &a2.narrow(0, 0, 4)?.matmul(&b2.narrow(0, 0, 4)?)?,
+                TOL,
+            )
+        }),
+    });
     v.extend(decomp_cases(r)?);
     Ok(v)
 }
