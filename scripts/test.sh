@@ -50,7 +50,7 @@ run "digits training example" cargo run --release -p fusegraph --example digits 
 # The image CLI end to end on a sample photo (the image ops' tests run in "cargo test").
 run "fusegraph image CLI" bash -c 'out=$(mktemp -d) && cargo run --release -q -p fusegraph -- image www/images/coffee.jpg -w 200 --sharpen 0.5 -o "$out/coffee.webp" && test -s "$out/coffee.webp" && ! cargo run --release -q -p fusegraph -- image www/images/LICENSES.md -w 10 -o "$out/x.jpg"'
 run "wasm32 build" cargo build -p fusegraph-core -p fusegraph-wasm --target wasm32-unknown-unknown --no-default-features
-run "wasm32 clippy (WebGPU build)" cargo clippy -p fusegraph-wasm --target wasm32-unknown-unknown --features webgpu -- -D warnings
+run "wasm32 clippy (WebGPU + image build)" cargo clippy -p fusegraph-wasm --target wasm32-unknown-unknown --features webgpu,image -- -D warnings
 run "npm package: build + node tests" bash wasm/npm/scripts/ci.sh
 run "npm package: wasm size budget" node wasm/npm/scripts/size.mjs
 # Headless Chromium (WebGPU on SwiftShader + CPU), a Vite-built page, Deno, workerd.
