@@ -6,7 +6,8 @@
 #
 #   bash .gpu-bin/cuda/run.sh            # OUT=<folder for logs and JSON>, default .gpu-bin/out
 #
-# The runner: the CUDA conformance stamp and the CUDA backend tests
+# The runner: the CUDA and Auto conformance stamps, the Auto placement and
+# fallback tests, and the CUDA backend tests
 # (FUSEGRAPH_REQUIRE_CUDA=1, so a GPU that does not open fails instead of
 # skipping), the native unit tests, then `fusegraph bench --suite cuda`,
 # bench/cuda_torch.py (PyTorch eager, torch.compile, CuPy) and the merge
@@ -31,6 +32,8 @@ for exe in $(executables test --release --no-run -p fusegraph-tests --no-default
   case "$(basename "$exe")" in
     conformance-*) cp "$exe" "$dest/conformance" ;;
     cuda_backend-*) cp "$exe" "$dest/cuda_backend" ;;
+    auto_device-*) cp "$exe" "$dest/auto_device" ;;
+    auto_device_loss-*) cp "$exe" "$dest/auto_device_loss" ;;
   esac
 done
 for exe in $(executables test --release --no-run -p fusegraph --features cuda --lib); do
@@ -59,7 +62,9 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${extra}:${LD_LIBRARY_PATH:-}"
 export FUSEGRAPH_REQUIRE_CUDA=1 FUSEGRAPH_CACHE_DIR="${FUSEGRAPH_CACHE_DIR:-/tmp/fusegraph-cache}"
 status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
-"$bin/conformance" cuda:: 2>&1 | tee "$OUT/conformance.log" | tail -n 40 || status=1
+"$bin/conformance" cuda:: auto:: 2>&1 | tee "$OUT/conformance.log" | tail -n 40 || status=1
+"$bin/auto_device" 2>&1 | tee "$OUT/auto_device.log" | tail -n 12 || status=1
+"$bin/auto_device_loss" 2>&1 | tee -a "$OUT/auto_device.log" | tail -n 5 || status=1
 "$bin/cuda_backend" 2>&1 | tee "$OUT/cuda_backend.log" | tail -n 20 || status=1
 "$bin/native_unit" 2>&1 | tee "$OUT/native_unit.log" | tail -n 5 || status=1
 if [ "${1:-}" != "--no-bench" ]; then

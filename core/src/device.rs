@@ -16,6 +16,9 @@ pub enum Device {
     Wgpu,
     /// The n-th CUDA GPU, opened through the `fusegraph` crate's `cuda` feature.
     Cuda(usize),
+    /// The CPU or an open GPU, chosen per realized graph by the size of its
+    /// work (see [`crate::auto`]); falls back to the CPU when the GPU fails.
+    Auto,
 }
 
 impl Device {
@@ -24,6 +27,7 @@ impl Device {
             Device::Cpu => "cpu".to_string(),
             Device::Wgpu => "wgpu".to_string(),
             Device::Cuda(n) => format!("cuda:{n}"),
+            Device::Auto => "auto".to_string(),
         }
     }
 

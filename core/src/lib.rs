@@ -1,6 +1,7 @@
 //! fusegraph-core: dtypes, strided layouts, the lazy op graph, fusion passes,
 //! the kernel IR, WGSL and CUDA C renderers, and the CPU backend.
 
+pub mod auto;
 pub mod autograd;
 pub mod backend;
 pub mod codegen;

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::auto;
 use crate::backend::cpu::exec::execute;
+use crate::backend::Storage;
 use crate::codegen::{render, RenderOptions, RenderedKernel};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -109,10 +111,22 @@ fn lookup_or_compile(w: &Walked, limits: &Limits) -> Result<Arc<Compiled>> {
     Ok(compiled)
 }
 
-/// The fusion limits of `device` (the CPU's, or what the GPU backend granted).
+/// The fusion limits of `device` (the CPU's, or what the GPU backend
+/// granted). `Device::Auto` compiles within both the CPU's and its GPU's
+/// limits, so one schedule runs on either.
 pub fn limits_for(device: Device) -> Result<Limits> {
     match device {
         Device::Cpu => Ok(Limits::cpu()),
+        Device::Auto => {
+            let cpu = Limits::cpu();
+            Ok(match auto::gpu().map(crate::backend::get) {
+                Some(Ok(b)) => Limits {
+                    max_kernel_args: cpu.max_kernel_args.min(b.limits().max_kernel_args),
+                    ..cpu
+                },
+                _ => cpu,
+            })
+        }
         gpu => Ok(crate::backend::get(gpu)?.limits()),
     }
 }
@@ -169,7 +183,9 @@ fn realize_on(tensors: &[Tensor], device: Device, limits: &Limits) -> Result<()>
         return Ok(());
     }
     let w = walk(&pending);
-    if let Some(stray) = w.leaf_storage.iter().find(|s| s.device() != device) {
+    // Auto's inputs may live anywhere: they are moved where the graph runs.
+    let stray = w.leaf_storage.iter().find(|s| s.device() != device);
+    if let (Some(stray), false) = (stray, device == Device::Auto) {
         return Err(Error::DeviceMismatch {
             op: "realize",
             lhs: device.name(),
@@ -179,6 +195,7 @@ fn realize_on(tensors: &[Tensor], device: Device, limits: &Limits) -> Result<()>
     let compiled = lookup_or_compile(&w, limits)?;
     let results = match device {
         Device::Cpu => execute(&compiled.schedule, &w.leaf_storage)?,
+        Device::Auto => execute_auto(&w, &compiled.schedule)?,
         gpu => crate::backend::get(gpu)?.execute(&compiled.schedule, &w.leaf_storage)?,
     };
     for (node, storage) in pending.iter().zip(results) {
@@ -187,12 +204,54 @@ fn realize_on(tensors: &[Tensor], device: Device, limits: &Limits) -> Result<()>
     Ok(())
 }
 
+/// Runs an Auto graph where [`auto::choose`] places it, moving its inputs
+/// there; a recoverable GPU failure runs it again on the CPU.
+fn execute_auto(w: &Walked, schedule: &Schedule) -> Result<Vec<Arc<Storage>>> {
+    let target = auto::choose(schedule, &w.leaf_storage);
+    if target != Device::Cpu {
+        let on_gpu = migrate(w, target)
+            .and_then(|leaves| crate::backend::get(target)?.execute(schedule, &leaves));
+        match on_gpu {
+            Ok(results) => {
+                auto::record_placement(target);
+                return Ok(results);
+            }
+            Err(e) if auto::is_recoverable(&e) => auto::record_fallback(target, &e),
+            Err(e) => return Err(e),
+        }
+    }
+    auto::record_placement(Device::Cpu);
+    execute(schedule, &migrate(w, Device::Cpu)?)
+}
+
+/// The walk's inputs on `target`. A moved input is recorded in its nodes,
+/// so the next graph that reads it finds it there and does not copy again.
+fn migrate(w: &Walked, target: Device) -> Result<Vec<Arc<Storage>>> {
+    let moved = w
+        .leaf_storage
+        .iter()
+        .map(|s| auto::moved(s, target))
+        .collect::<Result<Vec<_>>>()?;
+    for (node, leaf) in w.nodes.iter().zip(&w.leaf) {
+        if let Some(i) = *leaf {
+            if !Arc::ptr_eq(&moved[i], &w.leaf_storage[i]) {
+                node.set_ready(moved[i].clone());
+            }
+        }
+    }
+    Ok(moved)
+}
+
 /// Waits for every kernel submitted to `device` (a no-op on the CPU, whose
-/// kernels finish before `realize` returns). Benchmarks call this before
-/// stopping the clock.
+/// kernels finish before `realize` returns; Auto waits for its GPU).
+/// Benchmarks call this before stopping the clock.
 pub fn synchronize(device: Device) -> Result<()> {
     match device {
         Device::Cpu => Ok(()),
+        Device::Auto => match auto::gpu() {
+            Some(gpu) => crate::backend::get(gpu)?.synchronize(),
+            None => Ok(()),
+        },
         gpu => crate::backend::get(gpu)?.synchronize(),
     }
 }

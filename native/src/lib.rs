@@ -4,6 +4,9 @@
 
 pub use fusegraph_core::*;
 
+mod auto_device;
+pub use auto_device::auto_device;
+
 #[cfg(feature = "cuda")]
 pub mod cuda;
 #[cfg(feature = "cuda")]

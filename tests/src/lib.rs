@@ -10,7 +10,10 @@ use fusegraph_core::runtime::{compiled_for, limits_for, Compiled};
 use fusegraph_core::{DType, Device, Result, Tensor};
 use std::sync::Arc;
 
+mod auto;
 pub mod gradcheck;
+
+pub use auto::{auto_device, AUTO_TEST_MIN_GPU_FLOPS};
 
 #[cfg(feature = "wgpu")]
 mod wgpu;

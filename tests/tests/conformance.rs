@@ -95,3 +95,4 @@ conformance!(cpu, "cpu", Some(Device::Cpu));
 conformance!(wgpu, "wgpu", fusegraph_tests::wgpu_device());
 #[cfg(feature = "cuda")]
 conformance!(cuda, "cuda", fusegraph_tests::cuda_device());
+conformance!(auto, "auto", fusegraph_tests::auto_device());

@@ -40,6 +40,13 @@ pub trait Backend: Send + Sync {
     /// Waits until all submitted work has finished.
     fn synchronize(&self) -> Result<()>;
 
+    /// True when this device stores and computes `dtype` (`Device::Auto`
+    /// keeps graphs with other dtypes on the CPU).
+    fn supports_dtype(&self, dtype: crate::dtype::DType) -> bool {
+        let _ = dtype;
+        true
+    }
+
     /// Factorizes `batch` column-major m×n matrices stored back to back in
     /// `input` on the device (cuSOLVER, say). Returns the factors the LAPACK
     /// way, each column-major and batch-contiguous: Cholesky `[L]` (n×n,
@@ -83,6 +90,7 @@ pub fn get(device: Device) -> Result<Arc<dyn Backend>> {
             device: device.name(),
             why: match device {
                 Device::Cpu => "the CPU has no registered backend object".into(),
+                Device::Auto => "Device::Auto picks a backend per graph".into(),
                 Device::Wgpu => "open it first with Device::wgpu()".into(),
                 Device::Cuda(_) => {
                     "open it first with fusegraph's Device::cuda(n) (feature `cuda`)".into()
@@ -91,9 +99,20 @@ pub fn get(device: Device) -> Result<Arc<dyn Backend>> {
         })
 }
 
-/// True when `device` can run kernels now (the CPU always can).
+/// The open GPUs, CUDA devices first (by number), then wgpu.
+pub fn open_gpus() -> Vec<Device> {
+    let r = registry().read().unwrap_or_else(|p| p.into_inner());
+    let mut gpus: Vec<Device> = r.keys().copied().collect();
+    gpus.sort_by_key(|d| match d {
+        Device::Cuda(n) => (0, *n),
+        _ => (1, 0),
+    });
+    gpus
+}
+
+/// True when `device` can run kernels now (the CPU and Auto always can).
 pub fn is_open(device: Device) -> bool {
-    device == Device::Cpu
+    matches!(device, Device::Cpu | Device::Auto)
         || registry()
             .read()
             .map(|r| r.contains_key(&device))

@@ -86,7 +86,8 @@ impl Tensor {
 
     /// A realized tensor viewing `storage` through `layout` (checked by
     /// callers). On a GPU device the data is uploaded now, as
-    /// `torch.tensor(..., device=...)` does.
+    /// `torch.tensor(..., device=...)` does; on `Device::Auto` it stays
+    /// on the host until a graph moves it.
     pub(crate) fn from_storage(
         storage: CpuStorage,
         layout: Layout,
@@ -95,7 +96,8 @@ impl Tensor {
         let len = storage.len();
         let dtype = storage.dtype();
         let storage = match device {
-            Device::Cpu => Storage::Cpu(storage),
+            // Auto keeps data on the host until a graph runs it on a GPU.
+            Device::Cpu | Device::Auto => Storage::Cpu(storage),
             gpu => crate::backend::get(gpu)?.upload(&storage)?,
         };
         Ok(Tensor {

@@ -6,7 +6,9 @@
 //! the matrices go through the host (faer).
 
 use super::Tensor;
+use crate::auto;
 use crate::backend::cpu::decomp::{decompose, Decomposition};
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
@@ -77,14 +79,8 @@ impl Tensor {
             .into_iter()
             .map(|s| batch_shape.iter().copied().chain(s).collect())
             .collect();
-        if !self.device.is_cpu() {
-            let backend = crate::backend::get(self.device)?;
-            // Row-major Aᵀ is column-major A, the order device solvers take.
-            let col_major = self.transpose(-2, -1)?.contiguous()?;
-            let storage = col_major.realized_storage()?;
-            if let Some(done) = backend.decompose(kind, &storage, batch, m, n) {
-                return self.factors_from_lapack(kind, done?, batch_shape, m, n);
-            }
+        if let Some(factors) = self.decompose_on_device(kind, batch, m, n)? {
+            return self.factors_from_lapack(kind, factors, batch_shape, m, n);
         }
         let factors = match self.dtype() {
             DType::F32 => wrap(
@@ -104,6 +100,46 @@ impl Tensor {
 }
 
 impl Tensor {
+    /// The factors from the device's solver, or `None` when the work goes
+    /// through the host: on the CPU, when the backend has no solver, or when
+    /// Auto places it on the CPU (by size, or after a GPU failure it logs).
+    fn decompose_on_device(
+        &self,
+        kind: Decomposition,
+        batch: usize,
+        m: usize,
+        n: usize,
+    ) -> Result<Option<Vec<crate::backend::Storage>>> {
+        if self.device.is_cpu() {
+            return Ok(None);
+        }
+        // Row-major Aᵀ is column-major A, the order device solvers take.
+        let col_major = self.transpose(-2, -1)?.contiguous()?;
+        let storage = col_major.realized_storage()?;
+        if self.device != Device::Auto {
+            let backend = crate::backend::get(self.device)?;
+            return backend.decompose(kind, &storage, batch, m, n).transpose();
+        }
+        // About m·n·min(m, n) multiply-adds per matrix, for every kind.
+        let flops = 2 * (batch * m * n * m.min(n)) as u64;
+        let target = auto::place_checked(flops, [storage.as_ref()], [self.dtype()].into_iter());
+        if target == Device::Cpu {
+            return Ok(None);
+        }
+        let on_gpu = auto::moved(&storage, target).and_then(|s| {
+            let backend = crate::backend::get(target)?;
+            backend.decompose(kind, &s, batch, m, n).transpose()
+        });
+        match on_gpu {
+            Ok(factors) => Ok(factors),
+            Err(e) if auto::is_recoverable(&e) => {
+                auto::record_fallback(target, &e);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Tensors over the column-major factors a device solver returned (see
     /// [`Backend::decompose`](crate::backend::Backend::decompose)): a
     /// column-major r×c matrix is a row-major c×r one, transposed as a view;

@@ -11,7 +11,7 @@ use crate::backend::Storage;
 use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
-use crate::graph::node::State;
+use crate::graph::node::{Node, State};
 use crate::layout::Layout;
 
 /// Host data of a realized tensor: shared when it already lives on the
@@ -62,6 +62,23 @@ impl Tensor {
     pub fn to_device(&self, device: &Device) -> Result<Tensor> {
         if self.device == *device {
             return Ok(self.clone());
+        }
+        // Moving into or out of Auto shares the buffer when it is already
+        // in a place the target accepts (any place, for Auto).
+        if *device == Device::Auto || self.device == Device::Auto {
+            let storage = self.realized_storage()?;
+            if *device == Device::Auto || storage.device() == *device {
+                let len = storage.len();
+                return Ok(Tensor {
+                    node: Node::new(
+                        self.dtype(),
+                        self.layout().clone(),
+                        len,
+                        State::Ready(storage),
+                    ),
+                    device: *device,
+                });
+            }
         }
         let host = self.host_data()?;
         Tensor::from_storage(host.get().clone(), self.layout().clone(), *device)

@@ -39,6 +39,9 @@ pub struct CudaBackend {
     /// `None` when cuSOLVER is not installed: decompositions go through the host.
     pub(crate) solver: Option<SolverSlot>,
     describe: String,
+    /// Set by the [`CudaBackend::lose_device`] test hook: every later call
+    /// reports `DeviceLost`, as after a driver reset.
+    lost: AtomicBool,
 }
 
 fn unavailable(n: usize, why: String) -> Error {
@@ -119,10 +122,18 @@ impl CudaBackend {
             arch,
             solver: cusolver.then(SolverSlot::new),
             describe,
+            lost: AtomicBool::new(false),
         }))
     }
 
     pub(crate) fn bind(&self) -> Result<()> {
+        if self.lost.load(Ordering::Acquire) {
+            return Err(Error::DeviceLost {
+                op: "cuda",
+                device: self.name.clone(),
+                why: "marked lost by CudaBackend::lose_device".into(),
+            });
+        }
         self.ctx
             .bind_to_thread()
             .map_err(|e| error::driver("cuda", &self.name, e))
@@ -188,7 +199,19 @@ impl CudaBackend {
     }
 
     /// A pool buffer of `bytes` (the context must be current).
+    /// Test hook: behave as a device lost to a driver reset; every later
+    /// call on this backend returns [`Error::DeviceLost`]. (The context stays
+    /// alive, so buffers already handed out are freed normally.)
+    pub fn lose_device(&self) {
+        self.lost.store(true, Ordering::Release);
+    }
+
     pub(crate) fn alloc(&self, bytes: usize) -> Result<CudaBuffer> {
+        fusegraph_core::backend::fault::check_allocation(
+            self.device(),
+            "cuda alloc",
+            bytes as u64,
+        )?;
         let capturing = self.capturing.load(Ordering::Relaxed);
         self.pool.alloc(bytes, &|| {
             if capturing {

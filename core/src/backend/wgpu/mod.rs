@@ -191,6 +191,14 @@ impl Backend for WgpuBackend {
         )
     }
 
+    fn supports_dtype(&self, dtype: crate::DType) -> bool {
+        match dtype {
+            crate::DType::F64 => false,
+            crate::DType::F16 => self.gpu.has_f16(),
+            _ => true,
+        }
+    }
+
     fn limits(&self) -> Limits {
         Limits {
             max_kernel_args: (self.gpu.limits.max_storage_buffers_per_shader_stage as usize)

@@ -49,6 +49,7 @@ impl Pool {
 
     /// A buffer of at least `bytes` (contents undefined), from the pool or new.
     pub fn take(self: &Arc<Self>, gpu: &Gpu, op: &'static str, bytes: u64) -> Result<WgpuBuffer> {
+        crate::backend::fault::check_allocation(crate::Device::Wgpu, op, bytes)?;
         let size = size_class(bytes);
         let largest = gpu
             .limits
