@@ -201,6 +201,59 @@ ok = bool(torch.allclose(gout, x0 + 1000.0))
 results[-1].update({"graph_replay": st_g, "graph_speedup": st["median_s"] / st_g["median_s"], "check_ok": ok})
 print(f"torch eager {st['median_s']/1000*1e6:.2f} us/op; CUDA graph {st_g['median_s']*1e3:.3f} ms vs {st['median_s']*1e3:.3f} ms", flush=True)
 
+
+def wall(fn, reps):
+    """Wall-clock median (host data in and out: CUDA events cannot see it)."""
+    for _ in range(WARMUP):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    ts.sort()
+    q = lambda p: ts[min(len(ts) - 1, int(round(p * (len(ts) - 1))))]
+    return {"median_s": q(0.5), "p10_s": q(0.1), "p90_s": q(0.9), "reps": reps, "warmup": WARMUP}
+
+
+# CPU/GPU crossover: f32 matmul n x n from host tensors to a host result.
+cross = []
+for n in ([64, 256, 512] if QUICK else [64, 128, 192, 256, 384, 512, 768, 1024, 2048]):
+    reps = 20 if n >= 1024 else 50
+    a, b = fill([n, n], 51).cpu(), fill([n, n], 52).cpu()
+    cpu = wall(lambda: a @ b, reps)
+    gpu = wall(lambda: (a.to(dev) @ b.to(dev)).cpu(), reps)
+    ga, gb = a.to(dev), b.to(dev)
+    res = timed(lambda: ga @ gb, reps)
+    err = rel_err((a.to(dev) @ b.to(dev)).cpu(), a.double() @ b.double())
+    cross.append({"n": n, "cpu": cpu, "gpu_end_to_end": gpu, "gpu_resident": res, "max_err_rel_to_max": err,
+                  "ok": err <= TOL["float32"], "gpu_wins_end_to_end": gpu["median_s"] < cpu["median_s"]})
+    print(f"torch crossover {n:>5}: cpu {cpu['median_s']*1e3:.3f} ms, gpu end to end {gpu['median_s']*1e3:.3f} ms, "
+          f"resident {res['median_s']*1e3:.3f} ms", flush=True)
+n_cross = None
+for r in cross:
+    if r["gpu_wins_end_to_end"] and n_cross is None:
+        n_cross = r["n"]
+    elif not r["gpu_wins_end_to_end"]:
+        n_cross = None
+results.append({"name": "crossover", "peer": "torch", "rows": cross, "crossover_n": n_cross,
+                "cpu_threads": torch.get_num_threads()})
+del a, b, ga, gb
+
+# 1000 separate 128x128 matmuls vs one bmm.
+nb = 100 if QUICK else 1000
+A, B = fill([nb, 128, 128], 61), fill([nb, 128, 128], 62)
+pairs = [(A[i], B[i]) for i in range(nb)]
+sep = timed(lambda: [x @ y for x, y in pairs], 30)
+bm = timed(lambda: torch.bmm(A, B), 90)
+err = rel_err(torch.bmm(A, B)[-1], A[-1].double() @ B[-1].double())
+results.append({"name": "matmuls_vs_bmm", "peer": "torch", "separate": sep, "bmm": bm,
+                "bmm_speedup": sep["median_s"] / bm["median_s"], "max_err_rel_to_max": err, "ok": err <= TOL["float32"]})
+print(f"torch {nb} separate matmuls {sep['median_s']*1e3:.3f} ms vs bmm {bm['median_s']*1e3:.3f} ms", flush=True)
+del A, B, pairs
+
 props = torch.cuda.get_device_properties(0)
 doc = {
     "peers": {"torch": torch.__version__, "cuda": torch.version.cuda, "cupy": getattr(cp, "__version__", None),

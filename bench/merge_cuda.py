@@ -47,6 +47,8 @@ doc = {
     "nvrtc": fg.get("nvrtc"),
     "cases": rows,
     "dispatch_and_graph": {"fusegraph": g, "torch": tg},
+    "crossover": {"fusegraph": fg.get("crossover"), "torch": by_name.get("crossover", {}).get("torch")},
+    "matmuls_vs_bmm": {"fusegraph": fg.get("matmuls_vs_bmm"), "torch": by_name.get("matmuls_vs_bmm", {}).get("torch")},
     "date": peers.get("date"),
 }
 json.dump(doc, open(out_path, "w"), indent=2)
@@ -61,3 +63,10 @@ if g:
     print(f"eager dispatch {g.get('eager_us_per_op', 0):.2f} us/op (torch {tg.get('eager_us_per_op', 0):.2f}); "
           f"graph replay {g.get('graph_speedup', 0):.1f}x faster than eager (torch {tg.get('graph_speedup', 0):.1f}x)")
 print("wrote", out_path)
+fc, tc = doc["crossover"]["fusegraph"] or {}, doc["crossover"]["torch"] or {}
+if fc:
+    print(f"CPU/GPU crossover (end to end from host data): fusegraph n = {fc.get('crossover_n')}, torch n = {tc.get('crossover_n')}")
+fb, tb = doc["matmuls_vs_bmm"]["fusegraph"] or {}, doc["matmuls_vs_bmm"]["torch"] or {}
+if fb and tb:
+    print(f"1000 separate matmuls: fusegraph {fb['separate']['median_s']*1e3:.3f} ms (torch {tb['separate']['median_s']*1e3:.3f}, "
+          f"{tb['separate']['median_s']/fb['separate']['median_s']:.2f}x); bmm speed-up {fb['bmm_speedup']:.1f}x (torch {tb['bmm_speedup']:.1f}x)")

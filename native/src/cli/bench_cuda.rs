@@ -16,8 +16,8 @@ use fusegraph_core::backend::Backend;
 use fusegraph_core::{synchronize, DType, Device, Error, Result, Tensor};
 use serde_json::{json, Value};
 
-use super::bench_decomp;
 use super::measure::{check, input, stats_of, time, Check};
+use super::{bench_crossover, bench_decomp};
 
 type Build = Box<dyn Fn() -> Result<Tensor>>;
 type Verify = Box<dyn Fn(&Tensor) -> Result<Check>>;
@@ -394,6 +394,10 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
     }
     let (g, ok) = dispatch_and_graph(&dev, quick)?;
     all_ok &= ok;
+    let (crossover, ok) = bench_crossover::crossover(&dev, quick)?;
+    all_ok &= ok;
+    let (separate, ok) = bench_crossover::matmuls_vs_bmm(&dev, quick)?;
+    all_ok &= ok;
     let (compiles, disk_hits) = cuda::nvrtc::compile_stats();
     let doc = json!({
         "suite": "cuda",
@@ -403,6 +407,8 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
         "nvrtc": { "compiles": compiles, "disk_cache_hits": disk_hits, "cache_dir": cuda::nvrtc::cache_dir().map(|p| p.display().to_string()) },
         "cases": results,
         "graph": g,
+        "crossover": crossover,
+        "matmuls_vs_bmm": separate,
     });
     let io = |e: std::io::Error| Error::Backend {
         op: "bench",

@@ -2,6 +2,8 @@
 
 pub mod bench;
 #[cfg(feature = "cuda")]
+pub mod bench_crossover;
+#[cfg(feature = "cuda")]
 pub mod bench_cuda;
 pub mod bench_decomp;
 #[cfg(feature = "wgpu")]
