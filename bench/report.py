@@ -94,15 +94,49 @@ def cuda_section(d):
         extra += (f"Eager dispatch: {fg['eager_us_per_op']:.2f} us/op (torch {tg.get('eager_us_per_op', float('nan')):.2f}); "
                   f"{fg['graph_nodes']} small kernels replayed as one CUDA graph: {fg['graph_replay']['median_s'] * 1e3:.3f} ms, "
                   f"{fg['graph_speedup']:.1f}x faster than eager (torch {tg.get('graph_speedup', float('nan')):.1f}x).")
+    cross = crossover_table(d)
     return "\n\n".join([
         "## CUDA: fusegraph vs PyTorch, torch.compile, CuPy",
         f"GPU: {gpu.get('name', '?')}; peers: {', '.join(f'{k} {v}' for k, v in peers.items())}. "
         "Columns are speed-ups (peer time / fusegraph time; above 1: fusegraph is faster), same GPU, same run.",
         table(["case", "fusegraph", "vs torch", "vs torch.compile", "vs CuPy", "TFLOP/s", "GB/s", "checks"], rows),
         extra,
+        cross,
         "Reproduce: `./scripts/gpu-test.sh` here, then `OUT=$OUT bash .gpu-bin/cuda/run.sh` on the GPU machine "
         "(DEVELOPERS.md).",
     ])
+
+
+def crossover_table(d):
+    """The CPU/GPU crossover (what Device::Auto's threshold comes from) and 1000 matmuls vs bmm."""
+    c = d.get("crossover") or {}
+    fc, tc = c.get("fusegraph") or {}, c.get("torch") or {}
+    if not fc:
+        return ""
+    trows = {r["n"]: r for r in tc.get("rows", [])}
+    rows = []
+    for r in fc["rows"]:
+        t = trows.get(r["n"], {})
+        tm = lambda k: ms(t[k]["median_s"]) if k in t else ""
+        rows.append([str(r["n"]), ms(r["cpu"]["median_s"]), ms(r["gpu_end_to_end"]["median_s"]),
+                     ms(r["gpu_resident"]["median_s"]), f"{ms(r['auto_end_to_end']['median_s'])} ({r['auto_ran_on']})",
+                     f"{r['auto_over_best']:.2f}", tm("cpu"), tm("gpu_end_to_end"),
+                     "ok" if r.get("check_ok") else "FAILED"])
+    out = ["### CPU/GPU crossover and Device::Auto",
+           "f32 matmul n x n from host inputs to a host result (times in ms): the CPU (all host cores), the GPU "
+           "(upload, matmul, read back), the GPU with resident inputs, and Device::Auto (its ratio to the better of "
+           "CPU and GPU); torch's CPU and GPU end to end in the same run.",
+           table(["n", "cpu", "gpu end to end", "gpu resident", "auto", "auto / best", "torch cpu",
+                  "torch gpu end to end", "checks"], rows),
+           f"GPU faster end to end from n = {fc.get('crossover_n')} (torch: n = {tc.get('crossover_n')}); "
+           f"Auto's threshold in this run: {fc.get('auto_min_gpu_flops', 0):.3g} FLOP."]
+    m = d.get("matmuls_vs_bmm") or {}
+    fm, tm_ = m.get("fusegraph") or {}, m.get("torch") or {}
+    if fm:
+        out.append(f"{fm['batch']} separate 128x128 f32 matmuls, each realized: {fm['separate']['median_s'] * 1e3:.3f} ms "
+                   f"(torch {tm_.get('separate', {}).get('median_s', float('nan')) * 1e3:.3f} ms); one bmm over the same data "
+                   f"{fm['bmm']['median_s'] * 1e3:.3f} ms, {fm['bmm_speedup']:.0f}x faster (torch {tm_.get('bmm_speedup', float('nan')):.0f}x).")
+    return "\n\n".join(out)
 
 
 def wgpu_section(d):

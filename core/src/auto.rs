@@ -5,7 +5,7 @@
 //! must cross the bus, while the CPU starts at once. A large one wins there
 //! by orders of magnitude. The policy here is a threshold on the schedule's
 //! floating-point operations, measured by the crossover benchmark (`fusegraph
-//! bench cuda`, table `crossover`): a graph of at least
+//! bench --suite cuda`, table `crossover`): a graph of at least
 //! [`AutoPolicy::min_gpu_flops`] runs on the GPU; a smaller one runs where its
 //! inputs already are (on the GPU when every input lives there, so data is
 //! not dragged back and forth; otherwise on the CPU).
@@ -28,10 +28,14 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::schedule::Schedule;
 
-/// The default threshold: an f32 matmul of 512×512 (2·512³ FLOP), where the
-/// seed measurements put the CPU/GPU crossover. The crossover benchmark
-/// measures it per machine (`bench/results/cuda.json`, table `crossover`).
-pub const DEFAULT_MIN_GPU_FLOPS: u64 = 2 * 512 * 512 * 512;
+/// The default threshold, from the crossover benchmark on the H200 machine
+/// (16 host cores against one H200; f32 matmul from host inputs to a host
+/// result): the CPU still won at 512×512 (0.55 vs 0.58 ms), the GPU won
+/// from 768×768 on (0.97 vs 1.14 ms). The threshold sits between them, at
+/// 2·640³ ≈ 5.2e8 FLOP. A machine with fewer cores crosses over earlier: set
+/// `FUSEGRAPH_AUTO_MIN_FLOPS` or [`set_policy`] from its own
+/// `bench/results/cuda.json` (table `crossover`).
+pub const DEFAULT_MIN_GPU_FLOPS: u64 = 2 * 640 * 640 * 640;
 
 /// How `Device::Auto` places work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,9 +234,10 @@ pub fn moved(storage: &Arc<Storage>, target: Device) -> Result<Arc<Storage>> {
     if storage.device() == target {
         return Ok(storage.clone());
     }
-    let host = storage.to_cpu()?;
-    Ok(Arc::new(match target {
-        Device::Cpu | Device::Auto => Storage::Cpu(host),
-        gpu => backend::get(gpu)?.upload(&host)?,
+    Ok(Arc::new(match (target, storage.as_cpu()) {
+        (Device::Cpu | Device::Auto, _) => Storage::Cpu(storage.to_cpu()?),
+        // Upload straight from the host buffer: no intermediate copy.
+        (gpu, Some(host)) => backend::get(gpu)?.upload(host)?,
+        (gpu, None) => backend::get(gpu)?.upload(&storage.to_cpu()?)?,
     }))
 }

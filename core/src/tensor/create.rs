@@ -106,6 +106,20 @@ impl Tensor {
         })
     }
 
+    /// A realized tensor viewing device `storage` through `layout` (a view
+    /// of a buffer as long as `storage`, checked by callers).
+    pub(crate) fn from_device_storage_with_layout(
+        storage: Storage,
+        layout: Layout,
+        device: Device,
+    ) -> Result<Tensor> {
+        let (dtype, len) = (storage.dtype(), storage.len());
+        Ok(Tensor {
+            node: Node::new(dtype, layout, len, State::Ready(Arc::new(storage))),
+            device,
+        })
+    }
+
     /// A realized contiguous tensor of `shape` over storage a backend made
     /// (its length must match the shape).
     pub(crate) fn from_device_storage(

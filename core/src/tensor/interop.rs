@@ -81,6 +81,15 @@ impl Tensor {
             }
         }
         let host = self.host_data()?;
+        if let (false, Ok(backend)) = (device.is_cpu(), crate::backend::get(*device)) {
+            // Upload straight from the host buffer: no intermediate copy.
+            let storage = backend.upload(host.get())?;
+            return Tensor::from_device_storage_with_layout(
+                storage,
+                self.layout().clone(),
+                *device,
+            );
+        }
         Tensor::from_storage(host.get().clone(), self.layout().clone(), *device)
     }
 
@@ -100,13 +109,24 @@ impl Tensor {
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_type::<T>("to_vec")?;
         let host = self.host_data()?;
+        let l = self.layout();
+        // A read-back copy that is exactly the tensor is handed over as it is.
+        let host = match host {
+            HostData::Copied(c) if l.is_contiguous() && l.offset == 0 && c.len() == l.numel() => {
+                return T::into_vec(c).map_err(|c| Error::ElementType {
+                    op: "to_vec",
+                    requested: T::DTYPE,
+                    actual: c.dtype(),
+                })
+            }
+            other => other,
+        };
         let storage = host.get();
         let data = T::slice(storage).ok_or(Error::ElementType {
             op: "to_vec",
             requested: T::DTYPE,
             actual: storage.dtype(),
         })?;
-        let l = self.layout();
         if l.is_contiguous() {
             return Ok(data[l.offset..l.offset + l.numel()].to_vec());
         }
