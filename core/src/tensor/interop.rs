@@ -81,9 +81,9 @@ impl Tensor {
             }
         }
         let host = self.host_data()?;
-        if let (false, Ok(backend)) = (device.is_cpu(), crate::backend::get(*device)) {
+        if !device.is_cpu() {
             // Upload straight from the host buffer: no intermediate copy.
-            let storage = backend.upload(host.get())?;
+            let storage = crate::backend::get(*device)?.upload(host.get())?;
             return Tensor::from_device_storage_with_layout(
                 storage,
                 self.layout().clone(),
