@@ -254,6 +254,62 @@ results.append({"name": "matmuls_vs_bmm", "peer": "torch", "separate": sep, "bmm
 print(f"torch {nb} separate matmuls {sep['median_s']*1e3:.3f} ms vs bmm {bm['median_s']*1e3:.3f} ms", flush=True)
 del A, B, pairs
 
+# Streams: chunked upload -> relu(x @ W) -> read back, blocking pageable copies
+# vs pinned buffers on two side streams (torch's documented overlap recipe:
+# non_blocking copies, wait_stream, record_stream).
+chunks, rows, kk, nn = (4, 512, 1024, 1024) if QUICK else (16, 2048, 4096, 4096)
+sreps = 5 if QUICK else 20
+W = fill([kk, nn], 71)
+xs = [fill([rows, kk], 100 + c).cpu() for c in range(chunks)]
+last_block = [None]
+
+
+def blocking():
+    for x in xs:
+        last_block[0] = torch.relu(x.to(dev) @ W).cpu()
+
+
+xs_pin = [x.pin_memory() for x in xs]
+outs_pin = [torch.empty(rows, nn, pin_memory=True) for _ in range(chunks)]
+s_up, s_down = torch.cuda.Stream(), torch.cuda.Stream()
+
+
+def overlapped():
+    main = torch.cuda.current_stream()
+    for x_pin, y_pin in zip(xs_pin, outs_pin):
+        with torch.cuda.stream(s_up):
+            xd = x_pin.to(dev, non_blocking=True)
+        main.wait_stream(s_up)
+        xd.record_stream(main)
+        y = torch.relu(xd @ W)
+        s_down.wait_stream(main)
+        with torch.cuda.stream(s_down):
+            y_pin.copy_(y, non_blocking=True)
+        y.record_stream(s_down)
+
+
+resident = [x.to(dev) for x in xs]
+st_block = wall(blocking, sreps)
+st_over = wall(overlapped, sreps)
+st_comp = wall(lambda: [torch.relu(x @ W) for x in resident], sreps)
+st_h2d = wall(lambda: [x.to(dev, non_blocking=True) for x in xs_pin], sreps)
+ys = [torch.relu(x @ W) for x in resident]
+st_d2h = wall(lambda: [o.copy_(y, non_blocking=True) for o, y in zip(outs_pin, ys)], sreps)
+overlapped()
+torch.cuda.synchronize()
+want = torch.relu(xs[-1][:2].double() @ W.cpu().double())
+err = max(rel_err(outs_pin[-1][:2], want), rel_err(last_block[0][:2], want))
+ideal = max(st_comp["median_s"], st_h2d["median_s"], st_d2h["median_s"])
+results.append({"name": "streams", "peer": "torch", "blocking": st_block, "overlapped": st_over,
+                "compute_only": st_comp, "h2d_pinned_only": st_h2d, "d2h_pinned_only": st_d2h,
+                "ideal_s": ideal, "overlapped_over_ideal": st_over["median_s"] / ideal,
+                "speedup": st_block["median_s"] / st_over["median_s"],
+                "max_err_rel_to_max": err, "ok": err <= TOL["float32"]})
+print(f"torch streams: blocking {st_block['median_s']*1e3:.2f} ms, overlapped {st_over['median_s']*1e3:.2f} ms "
+      f"({st_block['median_s']/st_over['median_s']:.2f}x); compute {st_comp['median_s']*1e3:.2f}, "
+      f"h2d {st_h2d['median_s']*1e3:.2f}, d2h {st_d2h['median_s']*1e3:.2f} ms", flush=True)
+del xs, xs_pin, outs_pin, resident, ys, W
+
 props = torch.cuda.get_device_properties(0)
 doc = {
     "peers": {"torch": torch.__version__, "cuda": torch.version.cuda, "cupy": getattr(cp, "__version__", None),

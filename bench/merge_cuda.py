@@ -49,6 +49,7 @@ doc = {
     "dispatch_and_graph": {"fusegraph": g, "torch": tg},
     "crossover": {"fusegraph": fg.get("crossover"), "torch": by_name.get("crossover", {}).get("torch")},
     "matmuls_vs_bmm": {"fusegraph": fg.get("matmuls_vs_bmm"), "torch": by_name.get("matmuls_vs_bmm", {}).get("torch")},
+    "streams": {"fusegraph": fg.get("streams"), "torch": by_name.get("streams", {}).get("torch")},
     "date": peers.get("date"),
 }
 json.dump(doc, open(out_path, "w"), indent=2)
@@ -70,3 +71,10 @@ fb, tb = doc["matmuls_vs_bmm"]["fusegraph"] or {}, doc["matmuls_vs_bmm"]["torch"
 if fb and tb:
     print(f"1000 separate matmuls: fusegraph {fb['separate']['median_s']*1e3:.3f} ms (torch {tb['separate']['median_s']*1e3:.3f}, "
           f"{tb['separate']['median_s']/fb['separate']['median_s']:.2f}x); bmm speed-up {fb['bmm_speedup']:.1f}x (torch {tb['bmm_speedup']:.1f}x)")
+fs, ts = doc["streams"]["fusegraph"] or {}, doc["streams"]["torch"] or {}
+if fs and ts:
+    ms = lambda r, k: r[k]["median_s"] * 1e3
+    print(f"streams: overlapped {ms(fs, 'overlapped'):.2f} ms (torch {ms(ts, 'overlapped'):.2f}, "
+          f"{ts['overlapped']['median_s']/fs['overlapped']['median_s']:.2f}x), blocking {ms(fs, 'blocking'):.2f} ms "
+          f"(torch {ms(ts, 'blocking'):.2f}); overlap speed-up {fs['speedup']:.2f}x (torch {ts['speedup']:.2f}x); "
+          f"overlapped/ideal {fs['overlapped_over_ideal']:.2f} (torch {ts['overlapped_over_ideal']:.2f})")

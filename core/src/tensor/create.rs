@@ -120,6 +120,25 @@ impl Tensor {
         })
     }
 
+    /// A realized contiguous tensor of `shape` over storage a backend crate
+    /// filled itself (such as the CUDA copy stream's asynchronous uploads).
+    /// The storage must live on `device` and hold exactly the shape's
+    /// elements.
+    pub fn from_backend_storage(
+        storage: Storage,
+        shape: &[usize],
+        device: Device,
+    ) -> Result<Tensor> {
+        if storage.device() != device {
+            return Err(Error::DeviceMismatch {
+                op: "from_backend_storage",
+                lhs: storage.device().name(),
+                rhs: device.name(),
+            });
+        }
+        Self::from_device_storage(storage, shape, device)
+    }
+
     /// A realized contiguous tensor of `shape` over storage a backend made
     /// (its length must match the shape).
     pub(crate) fn from_device_storage(

@@ -19,6 +19,7 @@ use super::measure::{
     check, check_scaled, checksum, cost, input, machine, memcpy_gbps, roofline_fraction, stats_of,
     time, Check, Stats,
 };
+use super::progress::Progress;
 
 type Build = Box<dyn Fn() -> Result<Tensor>>;
 type Verify = Box<dyn Fn(&Tensor) -> Result<Check>>;
@@ -424,7 +425,10 @@ pub fn run(suite: &str, out: &Path, quick: bool) -> Result<bool> {
     );
     let mut results = Vec::new();
     let mut all_ok = true;
-    for case in cases(quick)? {
+    let cases = cases(quick)?;
+    let progress = Progress::new(suite, cases.len() + 1);
+    for case in cases {
+        progress.start(case.name);
         let probe = (case.build)()?;
         let fused = cost(&probe, &Limits::cpu())?;
         let unfused = cost(&probe, &Limits::cpu().unfused())?;
@@ -440,7 +444,7 @@ pub fn run(suite: &str, out: &Path, quick: bool) -> Result<bool> {
         let cs = checksum(&out)?;
         all_ok &= chk.ok;
         let t = st.median_s;
-        eprintln!(
+        progress.line(&format!(
             "{:<32} {:>10.3} ms  (p10 {:.3}, p90 {:.3}, {} reps)  {:>7.2} GFLOP/s {:>7.2} GB/s  err {:.1e} {}",
             case.name,
             t * 1e3,
@@ -451,7 +455,8 @@ pub fn run(suite: &str, out: &Path, quick: bool) -> Result<bool> {
             fused.bytes as f64 / t / 1e9,
             chk.max_err_rel_to_max,
             if chk.ok { "ok" } else { "FAILED" }
-        );
+        ));
+        progress.done();
         results.push(json!({
             "name": case.name,
             "what": case.what,
@@ -468,15 +473,18 @@ pub fn run(suite: &str, out: &Path, quick: bool) -> Result<bool> {
             "extra": extra,
         }));
     }
+    progress.start("per-graph overhead");
     for c in overhead_cases(quick, warmup)? {
-        eprintln!(
+        progress.line(&format!(
             "{:<32} {:>10.2} µs",
             c["name"].as_str().unwrap_or("?"),
             c["median_us"].as_f64().unwrap_or(f64::NAN)
-        );
+        ));
         all_ok &= c["check"]["ok"].as_bool().unwrap_or(false);
         results.push(c);
     }
+    progress.done();
+    progress.finish();
     let doc = json!({
         "suite": suite,
         "quick": quick,

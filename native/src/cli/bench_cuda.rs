@@ -17,7 +17,8 @@ use fusegraph_core::{synchronize, DType, Device, Error, Result, Tensor};
 use serde_json::{json, Value};
 
 use super::measure::{check, input, stats_of, time, Check};
-use super::{bench_crossover, bench_decomp};
+use super::progress::Progress;
+use super::{bench_crossover, bench_decomp, bench_streams};
 
 type Build = Box<dyn Fn() -> Result<Tensor>>;
 type Verify = Box<dyn Fn(&Tensor) -> Result<Check>>;
@@ -357,7 +358,11 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
     let warmup = 5;
     let mut results = Vec::new();
     let mut all_ok = true;
-    for case in cases(&dev, quick)? {
+    let cases = cases(&dev, quick)?;
+    // The cases, then the graph, crossover, separate-matmuls and streams tables.
+    let progress = Progress::new("cuda", cases.len() + 4);
+    for case in cases {
+        progress.start(&case.name);
         cuda::set_matmul_precision(case.precision);
         let st = time(warmup, case.reps, || {
             (case.build)()?.realize()?;
@@ -370,7 +375,7 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
         cuda::set_matmul_precision(Precision::Highest);
         all_ok &= chk.ok;
         let t = st.median_s;
-        eprintln!(
+        progress.line(&format!(
             "{:<28} {:>9.3} ms (p10 {:.3}, p90 {:.3})  {:>8.1} TFLOP/s {:>7.0} GB/s  err {:.1e} {}",
             case.name,
             t * 1e3,
@@ -380,7 +385,8 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
             case.bytes / t / 1e9,
             chk.max_err_rel_to_max,
             if chk.ok { "ok" } else { "FAILED" }
-        );
+        ));
+        progress.done();
         results.push(json!({
             "name": case.name,
             "what": case.what,
@@ -392,12 +398,19 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
             "check": chk,
         }));
     }
-    let (g, ok) = dispatch_and_graph(&dev, quick)?;
+    progress.start("eager dispatch and CUDA graph");
+    let (g, ok) = progress.around(|| dispatch_and_graph(&dev, quick))?;
     all_ok &= ok;
-    let (crossover, ok) = bench_crossover::crossover(&dev, quick)?;
+    progress.start("CPU/GPU crossover");
+    let (crossover, ok) = progress.around(|| bench_crossover::crossover(&dev, quick))?;
     all_ok &= ok;
-    let (separate, ok) = bench_crossover::matmuls_vs_bmm(&dev, quick)?;
+    progress.start("separate matmuls vs bmm");
+    let (separate, ok) = progress.around(|| bench_crossover::matmuls_vs_bmm(&dev, quick))?;
     all_ok &= ok;
+    progress.start("streams");
+    let (streams, ok) = progress.around(|| bench_streams::streams(&dev, quick))?;
+    all_ok &= ok;
+    progress.finish();
     let (compiles, disk_hits) = cuda::nvrtc::compile_stats();
     let doc = json!({
         "suite": "cuda",
@@ -409,6 +422,7 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
         "graph": g,
         "crossover": crossover,
         "matmuls_vs_bmm": separate,
+        "streams": streams,
     });
     let io = |e: std::io::Error| Error::Backend {
         op: "bench",

@@ -14,6 +14,7 @@ use fusegraph_core::{synchronize, Device, Error, Result, Tensor};
 use serde_json::{json, Value};
 
 use super::measure::{check, cost, input, time, Check};
+use super::progress::Progress;
 
 /// Relative tolerance (to the largest reference magnitude) for f32 results.
 const TOL: f64 = 1e-4;
@@ -159,7 +160,10 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
     let warmup = if quick { 2 } else { 5 };
     let mut results = Vec::new();
     let mut all_ok = true;
-    for case in cases(quick)? {
+    let cases = cases(quick)?;
+    let progress = Progress::new("wgpu", cases.len());
+    for case in cases {
+        progress.start(case.name);
         let probe = (case.build)()?;
         let c = cost(&probe, &limits)?;
         let st = time(warmup, case.reps, || {
@@ -182,7 +186,7 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
         let chk = (case.verify)(&out)?;
         all_ok &= chk.ok;
         let t = st.median_s;
-        eprintln!(
+        progress.line(&format!(
             "{:<24} {:>10.3} ms  (p10 {:.3}, p90 {:.3}, {} reps)  {:>9.1} GFLOP/s {:>8.1} GB/s  {} kernel(s)  err {:.1e} {}",
             case.name,
             t * 1e3,
@@ -194,14 +198,15 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
             c.kernels,
             chk.max_err_rel_to_max,
             if chk.ok { "ok" } else { "FAILED" }
-        );
-        eprintln!(
+        ));
+        progress.line(&format!(
             "{:<24} {:>10.3} ms per op pipelined ({PIPELINE} back to back)  {:>9.1} GFLOP/s {:>8.1} GB/s",
             "",
             tp * 1e3,
             case.flops / tp / 1e9,
             case.bytes / tp / 1e9
-        );
+        ));
+        progress.done();
         results.push(json!({
             "name": case.name,
             "what": case.what,
@@ -223,6 +228,7 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
             "check": chk,
         }));
     }
+    progress.finish();
     let doc = json!({
         "suite": "wgpu",
         "quick": quick,

@@ -6,12 +6,15 @@ pub mod bench_crossover;
 #[cfg(feature = "cuda")]
 pub mod bench_cuda;
 pub mod bench_decomp;
+#[cfg(feature = "cuda")]
+pub mod bench_streams;
 #[cfg(feature = "wgpu")]
 pub mod bench_wgpu;
 pub mod demo;
 pub mod image;
 pub mod measure;
 pub mod profile;
+pub mod progress;
 
 use std::path::PathBuf;
 

@@ -15,6 +15,7 @@ use cudarc::driver::{result, sys};
 use fusegraph_core::backend::DeviceBuffer;
 use fusegraph_core::{Error, Result};
 
+use super::copy_stream::Lane;
 use super::error;
 
 /// Rounds a request up to its size class (at least 256 bytes, so every
@@ -91,11 +92,24 @@ impl Pool {
                 return Ok(self.wrap(ptr, class));
             }
         }
+        let ptr = self.malloc(class, sync)?;
+        Ok(self.wrap(ptr, class))
+    }
+
+    /// A new driver allocation of `class` bytes, never a reused one: for
+    /// buffers another stream writes first (the copy streams), which must
+    /// not be handed memory that kernels queued on the main stream still
+    /// read. Counted in the pool's total; freed buffers come back here.
+    pub(crate) fn malloc(
+        &self,
+        class: usize,
+        sync: &dyn Fn() -> Result<()>,
+    ) -> Result<sys::CUdeviceptr> {
         // SAFETY: a plain allocation on the current context.
         match unsafe { result::malloc_sync(class) } {
             Ok(ptr) => {
                 self.lists().reserved += class;
-                Ok(self.wrap(ptr, class))
+                Ok(ptr)
             }
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
                 // Give the cached buffers back and try once more.
@@ -105,7 +119,7 @@ impl Pool {
                 match unsafe { result::malloc_sync(class) } {
                     Ok(ptr) => {
                         self.lists().reserved += class;
-                        Ok(self.wrap(ptr, class))
+                        Ok(ptr)
                     }
                     Err(e) => Err(Error::OutOfMemory {
                         op: "cuda alloc",
@@ -119,15 +133,21 @@ impl Pool {
         }
     }
 
+    /// True while a CUDA graph is being captured.
+    pub(crate) fn is_capturing(&self) -> bool {
+        self.lists().capture.is_some()
+    }
+
     fn wrap(self: &Arc<Self>, ptr: sys::CUdeviceptr, class: usize) -> CudaBuffer {
         CudaBuffer {
             ptr,
             bytes: class,
             pool: self.clone(),
+            lane: None,
         }
     }
 
-    fn give(&self, ptr: sys::CUdeviceptr, class: usize) {
+    pub(crate) fn give(&self, ptr: sys::CUdeviceptr, class: usize) {
         let mut l = self.lists();
         if let Some(held) = &mut l.capture {
             held.push((ptr, class));
@@ -170,22 +190,42 @@ impl Pool {
     }
 }
 
-/// A device allocation; dropping it returns it to its pool.
+/// A device allocation; dropping it returns it to its pool, or to the copy
+/// stream lane it came from.
 pub struct CudaBuffer {
     ptr: sys::CUdeviceptr,
     bytes: usize,
     pool: Arc<Pool>,
+    lane: Option<Arc<Lane>>,
 }
 
 impl CudaBuffer {
     pub(crate) fn ptr(&self) -> sys::CUdeviceptr {
         self.ptr
     }
+
+    /// A buffer of a copy stream's lane (see `copy_stream`).
+    pub(crate) fn of_lane(
+        ptr: sys::CUdeviceptr,
+        class: usize,
+        pool: Arc<Pool>,
+        lane: Arc<Lane>,
+    ) -> CudaBuffer {
+        CudaBuffer {
+            ptr,
+            bytes: class,
+            pool,
+            lane: Some(lane),
+        }
+    }
 }
 
 impl Drop for CudaBuffer {
     fn drop(&mut self) {
-        self.pool.give(self.ptr, self.bytes);
+        match self.lane.take() {
+            Some(lane) => lane.give(self.ptr, self.bytes),
+            None => self.pool.give(self.ptr, self.bytes),
+        }
     }
 }
 

@@ -33,11 +33,14 @@
 //! - SVD, QR and Cholesky run in cuSOLVER when it is installed (`solver`:
 //!   gesvdj, geqrf + orgqr, potrf), else through the host (faer).
 //!
-//! Not here yet: pinned host staging with copies overlapping compute.
+//! - [`CopyStream`]s move data between [`PinnedBuffer`]s and the device
+//!   while the main stream computes (events order them on the GPU; the
+//!   host does not wait).
 
 mod alloc;
 mod backend;
 mod blas;
+mod copy_stream;
 mod error;
 mod exec;
 pub mod gemm_plan;
@@ -45,6 +48,7 @@ mod graph;
 mod kernels;
 pub mod loader;
 pub mod nvrtc;
+mod pinned;
 mod solver;
 
 use std::collections::HashMap;
@@ -54,7 +58,9 @@ use fusegraph_core::{Device, Error, Result};
 
 pub use backend::CudaBackend;
 pub use blas::{matmul_precision, set_matmul_precision, Precision};
+pub use copy_stream::CopyStream;
 pub use graph::{capture, Captured};
+pub use pinned::PinnedBuffer;
 
 fn opened() -> &'static Mutex<HashMap<usize, Arc<CudaBackend>>> {
     static OPENED: OnceLock<Mutex<HashMap<usize, Arc<CudaBackend>>>> = OnceLock::new();
