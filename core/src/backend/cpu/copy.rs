@@ -45,14 +45,7 @@ pub fn run_index(ix: &IndexBody, args: &[&CpuStorage], out: &mut CpuStorage) -> 
     let out_l = Layout::contiguous(&ix.shape);
     let idx_store = args[1];
     let n = out_l.numel();
-    let mut from = Vec::with_capacity(n);
-    let mut coords = vec![0usize; ix.shape.len()];
-    for _ in 0..n {
-        let raw = if ix.gather {
-            idx_store.get_f64(ix.idx.index_of(&coords))
-        } else {
-            idx_store.get_f64(ix.idx.index_of(&[coords[ix.axis]]))
-        } as i64;
+    let check = |raw: i64| -> Result<i64> {
         // Negative indices count from the end, as in PyTorch.
         let i = if raw < 0 { raw + size as i64 } else { raw };
         if i < 0 || i >= size as i64 {
@@ -63,6 +56,24 @@ pub fn run_index(ix: &IndexBody, args: &[&CpuStorage], out: &mut CpuStorage) -> 
                 size,
             });
         }
+        Ok(i)
+    };
+    if !ix.gather {
+        // Every index is checked, also when the result is empty because
+        // another axis has size 0 (as the reference path and PyTorch do).
+        for j in 0..ix.idx.shape.first().copied().unwrap_or(0) {
+            check(idx_store.get_f64(ix.idx.index_of(&[j])) as i64)?;
+        }
+    }
+    let mut from = Vec::with_capacity(n);
+    let mut coords = vec![0usize; ix.shape.len()];
+    for _ in 0..n {
+        let raw = if ix.gather {
+            idx_store.get_f64(ix.idx.index_of(&coords))
+        } else {
+            idx_store.get_f64(ix.idx.index_of(&[coords[ix.axis]]))
+        } as i64;
+        let i = check(raw)?;
         let mut src_coords = coords.clone();
         src_coords[ix.axis] = i as usize;
         from.push(ix.src.index_of(&src_coords));

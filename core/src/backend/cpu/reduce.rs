@@ -364,11 +364,14 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                 // A stage that folds a dense input as it is stored skips the
                 // copy into a chunk buffer (plain sum/max/min of a tensor).
                 let direct: Option<&[T]> = match (&r.expr.nodes[stage.value], &walks[stage.value]) {
-                    (ExprNode::Load { arg, .. }, Some(w)) if w.dense() => T::native(args[*arg])
-                        .map(|v| {
+                    // An empty row reads nothing: its walk's offset may lie
+                    // past the end of an empty storage.
+                    (ExprNode::Load { arg, .. }, Some(w)) if w.dense() && row_len > 0 => {
+                        T::native(args[*arg]).map(|v| {
                             let o = w.offset as usize;
                             &v[o..o + row_len]
-                        }),
+                        })
+                    }
                     _ => None,
                 };
                 let fold_range = |lo: usize, hi: usize, scratch: &mut Scratch<T>| {
