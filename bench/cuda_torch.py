@@ -162,17 +162,25 @@ def recon(r, want):
 
 
 u, sv, vt = torch.linalg.svd(a, full_matrices=False)
+# The same SVD computed in float64 and rounded back, and with the QR-iteration
+# driver: both for accuracy against gesvdj's f32 result.
+u6, s6, v6 = (t.float() for t in torch.linalg.svd(a.double(), full_matrices=False))
+ug, sg, vg = torch.linalg.svd(a, full_matrices=False, driver="gesvd")
 q, rr = torch.linalg.qr(a)
 lc = torch.linalg.cholesky(spd).double()
 for name, f, err, fl, reps in (
     ("svd_512_f32", lambda: torch.linalg.svd(a, full_matrices=False)[1],
      recon(u.double() * sv.double() @ vt.double(), a64), 22.0 * nd**3, 20),
+    ("svd_512_f32_via_f64", lambda: torch.linalg.svd(a.double(), full_matrices=False)[1].float(),
+     recon(u6.double() * s6.double() @ v6.double(), a64), 22.0 * nd**3, 20),
+    ("svd_512_f32_gesvd", lambda: torch.linalg.svd(a, full_matrices=False, driver="gesvd")[1],
+     recon(ug.double() * sg.double() @ vg.double(), a64), 22.0 * nd**3, 20),
     ("qr_512_f32", lambda: torch.linalg.qr(a)[1].abs(), recon(q.double() @ rr.double(), a64), 8.0 / 3.0 * nd**3, 50),
     ("cholesky_512_f32", lambda: torch.linalg.cholesky(spd), recon(lc @ lc.T, spd64), nd**3 / 3.0, 100),
 ):
     st = timed(f, min(reps, REPS))
     record(name, "torch", st, err, 1e-4, fl, 8.0 * nd * nd)
-del a, xs, spd, a64, spd64, u, sv, vt, q, rr, lc
+del a, xs, spd, a64, spd64, u, sv, vt, u6, s6, v6, ug, sg, vg, q, rr, lc
 
 # Eager dispatch and graph replay: 1000 dependent `x + 1` on 1024 f32.
 x0 = fill([1024], 41)

@@ -7,7 +7,7 @@
 #   bash .gpu-bin/cuda/run.sh            # OUT=<folder for logs and JSON>, default .gpu-bin/out
 #
 # The runner: the CUDA and Auto conformance stamps, the Auto placement and
-# fallback tests, and the CUDA backend tests
+# fallback tests, the CUDA backend and copy-stream tests
 # (FUSEGRAPH_REQUIRE_CUDA=1, so a GPU that does not open fails instead of
 # skipping), the native unit tests, then `fusegraph bench --suite cuda`,
 # bench/cuda_torch.py (PyTorch eager, torch.compile, CuPy) and the merge
@@ -34,6 +34,7 @@ for exe in $(executables test --release --no-run -p fusegraph-tests --no-default
     cuda_backend-*) cp "$exe" "$dest/cuda_backend" ;;
     auto_device-*) cp "$exe" "$dest/auto_device" ;;
     auto_device_loss-*) cp "$exe" "$dest/auto_device_loss" ;;
+    cuda_copy_stream-*) cp "$exe" "$dest/cuda_copy_stream" ;;
   esac
 done
 for exe in $(executables test --release --no-run -p fusegraph --features cuda --lib); do
@@ -66,6 +67,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
 "$bin/auto_device" 2>&1 | tee "$OUT/auto_device.log" | tail -n 12 || status=1
 "$bin/auto_device_loss" 2>&1 | tee -a "$OUT/auto_device.log" | tail -n 5 || status=1
 "$bin/cuda_backend" 2>&1 | tee "$OUT/cuda_backend.log" | tail -n 20 || status=1
+"$bin/cuda_copy_stream" 2>&1 | tee -a "$OUT/cuda_backend.log" | tail -n 8 || status=1
 "$bin/native_unit" 2>&1 | tee "$OUT/native_unit.log" | tail -n 5 || status=1
 if [ "${1:-}" != "--no-bench" ]; then
   "$bin/fusegraph" bench --suite cuda --out "$OUT/cuda_fusegraph.json" 2>&1 | tee "$OUT/bench.log" || status=1

@@ -249,6 +249,7 @@ fn decomp_cases(dev: &Device, reps: &dyn Fn(usize) -> usize) -> Result<Vec<Case>
     a.realize()?;
     spd.realize()?;
     let (a1, a2, a3, a4, s1, s2) = (a.clone(), a.clone(), a.clone(), a, spd.clone(), spd);
+    let (a5, a6) = (a1.clone(), a1.clone());
     Ok(vec![
         Case {
             name: "svd_512_f32".into(),
@@ -259,6 +260,20 @@ fn decomp_cases(dev: &Device, reps: &dyn Fn(usize) -> usize) -> Result<Vec<Case>
             bytes,
             build: Box::new(move || a1.svd().map(|(_, s, _)| s)),
             verify: Box::new(move |_| bench_decomp::check_svd(&a2)),
+        },
+        Case {
+            name: "svd_512_f32_via_f64".into(),
+            what: "the same SVD computed in f64 (cast on the device, cuSOLVER Dgesvdj) and rounded back to f32".into(),
+            reps: reps(20),
+            precision: Precision::Highest,
+            flops: 22.0 * nf * nf * nf,
+            bytes,
+            build: Box::new(move || a5.cast(DType::F64)?.svd()?.1.cast(DType::F32)),
+            verify: Box::new(move |_| {
+                let (u, s, vt) = a6.cast(DType::F64)?.svd()?;
+                let f32_factors = (u.cast(DType::F32)?, s.cast(DType::F32)?, vt.cast(DType::F32)?);
+                bench_decomp::check_factors_svd(&a6, &f32_factors)
+            }),
         },
         Case {
             name: "qr_512_f32".into(),

@@ -59,8 +59,12 @@ fn wide(t: &Tensor) -> Result<Tensor> {
 
 /// U·diag(S)·Vᵀ against A.
 pub fn check_svd(a: &Tensor) -> Result<Check> {
-    let (u, s, vt) = a.svd()?;
-    let recon = wide(&u)?.mul(&wide(&s)?)?.matmul(&wide(&vt)?)?;
+    check_factors_svd(a, &a.svd()?)
+}
+
+/// U·diag(S)·Vᵀ of given factors against A.
+pub fn check_factors_svd(a: &Tensor, (u, s, vt): &(Tensor, Tensor, Tensor)) -> Result<Check> {
+    let recon = wide(u)?.mul(&wide(s)?)?.matmul(&wide(vt)?)?;
     reconstruction_check(&recon, a)
 }
 

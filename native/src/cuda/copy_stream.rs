@@ -33,9 +33,10 @@
 //! again at once, because later kernels on that stream queue behind the
 //! ones still reading it. A copy stream is not behind them, so uploads get
 //! buffers from the copy stream's own lane instead: a buffer freed back to
-//! the lane carries an event of the main stream's position at that moment,
-//! and the next upload into it waits for that event (PyTorch's
-//! `record_stream`, done for every buffer).
+//! the lane carries an event of the main stream's position at that moment
+//! (PyTorch's `record_stream`, done for every buffer), and an upload takes
+//! only a buffer whose event has completed, or a fresh one (waiting for
+//! the event only when the device is out of memory).
 
 use std::sync::{Arc, Mutex};
 
@@ -102,8 +103,13 @@ impl Lane {
         }
     }
 
-    /// A buffer of at least `bytes` that the copy stream `copy` may write
-    /// once the work queued before now has been ordered.
+    /// A buffer of at least `bytes` that the copy stream `copy` may write.
+    /// A freed buffer whose readers on the main stream are done is reused
+    /// at once; when every freed one is still being read, a fresh one is
+    /// allocated rather than making the copy wait for those kernels (which
+    /// would put the upload of chunk i+1 behind the compute of chunk i).
+    /// Only when the device is out of memory does the copy wait for a
+    /// buffer's readers instead.
     fn take(
         self: &Arc<Self>,
         be: &CudaBackend,
@@ -116,27 +122,51 @@ impl Lane {
             bytes as u64,
         )?;
         let class = size_class(bytes);
-        let reused = {
+        let ready = {
             let mut l = self.lists();
-            let i = l.free.iter().position(|&(_, c, _)| c == class);
+            // SAFETY: live events; a query does not change them.
+            let i = l
+                .free
+                .iter()
+                .position(|&(_, c, e)| c == class && unsafe { result::event::query(e) }.is_ok());
             i.map(|i| l.free.swap_remove(i))
         };
-        if let Some((ptr, class, event)) = reused {
-            // SAFETY: live stream and event; the wait is queued before the
-            // event is recorded again.
-            let waited = unsafe { result::stream::wait_event(copy, event, WAIT) };
+        if let Some((ptr, class, event)) = ready {
             self.lists().spare.push(event);
-            let buf = CudaBuffer::of_lane(ptr, class, self.pool.clone(), self.clone());
-            waited.map_err(|e| error::driver("cuda copy stream", &be.name, e))?;
-            return Ok(buf);
+            return Ok(CudaBuffer::of_lane(
+                ptr,
+                class,
+                self.pool.clone(),
+                self.clone(),
+            ));
         }
-        let ptr = self.pool.malloc(class, &|| be.sync_stream())?;
-        Ok(CudaBuffer::of_lane(
-            ptr,
-            class,
-            self.pool.clone(),
-            self.clone(),
-        ))
+        let fresh = self.pool.malloc(class, &|| be.sync_stream());
+        let busy = match fresh {
+            Ok(ptr) => {
+                return Ok(CudaBuffer::of_lane(
+                    ptr,
+                    class,
+                    self.pool.clone(),
+                    self.clone(),
+                ))
+            }
+            Err(e @ Error::OutOfMemory { .. }) => {
+                let mut l = self.lists();
+                match l.free.iter().position(|&(_, c, _)| c == class) {
+                    Some(i) => l.free.swap_remove(i),
+                    None => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        let (ptr, class, event) = busy;
+        // SAFETY: live stream and event; the wait is queued before the
+        // event is recorded again.
+        let waited = unsafe { result::stream::wait_event(copy, event, WAIT) };
+        self.lists().spare.push(event);
+        let buf = CudaBuffer::of_lane(ptr, class, self.pool.clone(), self.clone());
+        waited.map_err(|e| error::driver("cuda copy stream", &be.name, e))?;
+        Ok(buf)
     }
 }
 
