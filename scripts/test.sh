@@ -45,6 +45,8 @@ run "cargo fmt --check" cargo fmt --all -- --check
 run "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 # A missing wgpu adapter is a failure here, not a skip.
 run "cargo test" env FUSEGRAPH_REQUIRE_WGPU=1 cargo test --workspace --no-fail-fast
+# cargo-fuzz targets (fuzz/, its own workspace) on the stable toolchain: random graphs against the reference, image decode + transforms.
+run "fuzz targets (60 s each)" bash fuzz/run.sh
 # Trains the CNN on the digits set on the CPU (seeded; ~1 min on 2 cores) and fails below 97% test accuracy.
 run "digits training example" cargo run --release -p fusegraph --example digits -- --min-accuracy 0.97
 # The image CLI end to end on a sample photo (the image ops' tests run in "cargo test").
