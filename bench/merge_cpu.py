@@ -5,10 +5,11 @@ ratios as an SVG bar chart (hand-written SVG, no plotting library)."""
 
 import argparse
 import json
-import math
 import os
 import platform
 import subprocess
+
+import plots
 
 
 def cmd(*args):
@@ -123,37 +124,10 @@ def merge(fg, np_doc):
 
 def svg(doc):
     rows = [r for r in doc["cases"] if r.get("ratio_numpy_over_fusegraph")]
-    left, width, bar, gap, top = 300, 520, 18, 8, 60
-    height = top + len(rows) * (bar + gap) + 60
-    ratios = [r["ratio_numpy_over_fusegraph"] for r in rows]
-    lo = min(-3.0, math.floor(math.log2(min(ratios))))
-    hi = max(3.0, math.ceil(math.log2(max(ratios))))
-    x = lambda v: left + (math.log2(v) - lo) / (hi - lo) * width
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}" height="{height}" font-family="sans-serif" font-size="12">',
-           '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="10" y="22" font-size="15" font-weight="bold">fusegraph vs NumPy on the CPU: numpy time / fusegraph time (log scale)</text>',
-           f'<text x="10" y="42" fill="#555">{esc(doc["machine"]["cpu_model"])}, {doc["machine"]["cores"]} cores; right of 1 = fusegraph faster</text>']
-    for e in range(int(lo), int(hi) + 1):
-        gx = x(2.0 ** e)
-        out.append(f'<line x1="{gx:.1f}" y1="{top - 6}" x2="{gx:.1f}" y2="{height - 40}" stroke="{"#000" if e == 0 else "#ddd"}"/>')
-        label = f"{2.0 ** e:g}x"
-        out.append(f'<text x="{gx:.1f}" y="{height - 24}" text-anchor="middle" fill="#555">{label}</text>')
-    for i, r in enumerate(rows):
-        y = top + i * (bar + gap)
-        v = r["ratio_numpy_over_fusegraph"]
-        x0, x1 = sorted((x(1.0), x(v)))
-        color = "#2a7" if v >= 1 else "#d54"
-        out.append(f'<text x="{left - 8}" y="{y + bar - 5}" text-anchor="end">{esc(r["name"])}</text>')
-        out.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{bar}" fill="{color}"/>')
-        tx = x1 + 4 if v >= 1 else x0 - 4
-        anchor = "start" if v >= 1 else "end"
-        out.append(f'<text x="{tx:.1f}" y="{y + bar - 5}" text-anchor="{anchor}">{v:.2f}x</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
-
-
-def esc(s):
-    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    m = doc["machine"]
+    return plots.bars("fusegraph vs NumPy on the CPU: numpy time / fusegraph time (log scale)",
+                      f"{m['cpu_model']}, {m['cores']} cores; right of 1 = fusegraph faster",
+                      [r["name"] for r in rows], {"vs NumPy": [r["ratio_numpy_over_fusegraph"] for r in rows]})
 
 
 def table(doc):

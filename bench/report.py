@@ -7,6 +7,8 @@ import argparse
 import json
 import os
 
+import plots
+
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
@@ -30,6 +32,13 @@ def ratio(x):
 
 def pct(x):
     return "" if x is None else f"{x * 100:.0f}%"
+
+
+def figure(name, svg, alt):
+    """Writes bench/results/<name> and returns the Markdown that shows it."""
+    with open(os.path.join(RESULTS, name), "w") as f:
+        f.write(svg)
+    return f"![{alt}](bench/results/{name})"
 
 
 def table(head, rows):
@@ -95,13 +104,22 @@ def cuda_section(d):
                   f"{fg['graph_nodes']} small kernels replayed as one CUDA graph: {fg['graph_replay']['median_s'] * 1e3:.3f} ms, "
                   f"{fg['graph_speedup']:.1f}x faster than eager (torch {tg.get('graph_speedup', float('nan')):.1f}x).")
     cross = crossover_table(d)
+    peer_names = {"torch": "vs torch eager", "torch.compile": "vs torch.compile", "cupy": "vs CuPy"}
+    plot = figure("cuda.svg", plots.bars(
+        "fusegraph on CUDA: peer time / fusegraph time (log scale)",
+        f"{gpu.get('name', '?')}, same run; right of 1 = fusegraph faster",
+        [c["name"] for c in d["cases"]],
+        {label: [c.get(f"speedup_vs_{p}") for c in d["cases"]] for p, label in peer_names.items()}),
+        "CUDA speed-ups")
     return "\n\n".join([
         "## CUDA: fusegraph vs PyTorch, torch.compile, CuPy",
         f"GPU: {gpu.get('name', '?')}; peers: {', '.join(f'{k} {v}' for k, v in peers.items())}. "
         "Columns are speed-ups (peer time / fusegraph time; above 1: fusegraph is faster), same GPU, same run.",
         table(["case", "fusegraph", "vs torch", "vs torch.compile", "vs CuPy", "TFLOP/s", "GB/s", "checks"], rows),
+        plot,
         extra,
         cross,
+        streams_table(d),
         "Reproduce: `./scripts/gpu-test.sh` here, then `OUT=$OUT bash .gpu-bin/cuda/run.sh` on the GPU machine "
         "(DEVELOPERS.md).",
     ])
@@ -130,6 +148,13 @@ def crossover_table(d):
                   "torch gpu end to end", "checks"], rows),
            f"GPU faster end to end from n = {fc.get('crossover_n')} (torch: n = {tc.get('crossover_n')}); "
            f"Auto's threshold in this run: {fc.get('auto_min_gpu_flops', 0):.3g} FLOP."]
+    pts = lambda rows, k: [(r["n"], r[k]["median_s"] * 1e3) for r in rows if k in r]
+    out.append(figure("cuda_crossover.svg", plots.lines(
+        "CPU/GPU crossover: f32 matmul n x n, host data in, host result out",
+        "median time per call (log-log); Device::Auto should follow the lower of CPU and GPU",
+        "n", "ms", {"fusegraph CPU": pts(fc["rows"], "cpu"), "fusegraph GPU": pts(fc["rows"], "gpu_end_to_end"),
+                    "Device::Auto": pts(fc["rows"], "auto_end_to_end"), "torch CPU": pts(tc.get("rows", []), "cpu"),
+                    "torch GPU": pts(tc.get("rows", []), "gpu_end_to_end")}), "crossover"))
     m = d.get("matmuls_vs_bmm") or {}
     fm, tm_ = m.get("fusegraph") or {}, m.get("torch") or {}
     if fm:
@@ -137,6 +162,34 @@ def crossover_table(d):
                    f"(torch {tm_.get('separate', {}).get('median_s', float('nan')) * 1e3:.3f} ms); one bmm over the same data "
                    f"{fm['bmm']['median_s'] * 1e3:.3f} ms, {fm['bmm_speedup']:.0f}x faster (torch {tm_.get('bmm_speedup', float('nan')):.0f}x).")
     return "\n\n".join(out)
+
+
+def streams_table(d):
+    """Chunked upload -> compute -> read back: blocking copies vs pinned copy streams."""
+    st = d.get("streams") or {}
+    fs, ts = st.get("fusegraph") or {}, st.get("torch") or {}
+    if not fs:
+        return ""
+    keys = [("blocking", "blocking (pageable, each copy waits)"), ("overlapped", "overlapped (pinned, two copy streams)"),
+            ("compute_only", "compute alone"), ("h2d_pinned_only", "uploads alone"), ("d2h_pinned_only", "downloads alone")]
+    rows = [[label, ms(fs[k]["median_s"]), ms((ts.get(k) or {}).get("median_s")),
+             ratio((ts.get(k) or {}).get("median_s", 0) / fs[k]["median_s"] if ts.get(k) else None)] for k, label in keys]
+    plot = figure("cuda_streams.svg", plots.bars(
+        "Streams: chunked upload -> relu(x @ W) -> read back", "median time of the whole pipeline, ms (shorter is better)",
+        [label for _, label in keys],
+        {"fusegraph": [fs[k]["median_s"] * 1e3 for k, _ in keys],
+         "torch": [(ts.get(k) or {}).get("median_s", 0) * 1e3 or None for k, _ in keys]}, log=False, unit=" ms"),
+        "streams")
+    return "\n\n".join([
+        "### Streams: non-blocking copies vs blocking",
+        f"{fs['what']}. Times of the whole pipeline; ratio = torch time / fusegraph time.",
+        table(["pipeline", "fusegraph", "torch", "ratio"], rows),
+        f"Overlap speed-up over blocking: {fs['speedup']:.2f}x (torch {ts.get('speedup', float('nan')):.2f}x). "
+        f"Overlapped time over its slowest part alone (1.00 = perfect overlap): {fs['overlapped_over_ideal']:.2f} "
+        f"(torch {ts.get('overlapped_over_ideal', float('nan')):.2f}). Pinned copy bandwidth: "
+        f"{fs['h2d_gbps']:.1f} GB/s up, {fs['d2h_gbps']:.1f} GB/s down. Checks: {'ok' if fs.get('check_ok') else 'FAILED'}.",
+        plot,
+    ])
 
 
 def wgpu_section(d):
@@ -153,8 +206,22 @@ def wgpu_section(d):
         table(["case", "fusegraph", "TFLOP/s", "GB/s", "checks"], rows),
         "Against the targets (PyTorch on the same GPU in the same run):",
         table(["case", "figures"], srows),
+        wgpu_plot(d),
         "Reproduce: `bench/run_wgpu_gpu.sh --build` here, then `OUT=$OUT bash bench/run_wgpu_gpu.sh` on the GPU machine.",
     ])
+
+
+def wgpu_plot(d):
+    """Each target case as a fraction of its peer figure (sgemm, copy bandwidth)."""
+    sm = d.get("summary", {})
+    pairs = [(k, v.get("ratio_vs_sgemm") or v.get("fraction_of_copy")) for k, v in sm.items()]
+    pairs = [(k, v) for k, v in pairs if v]
+    if not pairs:
+        return ""
+    return figure("wgpu.svg", plots.bars(
+        "wgpu on Vulkan: fraction of the GPU's peer figure (log scale)",
+        "matmul: of cuBLAS sgemm's TFLOP/s; elementwise and softmax: of the copy bandwidth (same GPU, same run)",
+        [k for k, _ in pairs], {"fraction": [v for _, v in pairs]}), "wgpu fractions")
 
 
 def wasm_section(d):
@@ -171,6 +238,11 @@ def wasm_section(d):
         f"Machine: {m.get('cpu', '?')}, Node {m.get('node', '?')}; versions: {', '.join(f'{a} {b}' for a, b in v.items())}. "
         "Ratios are peer time / fusegraph time, end to end.",
         table(["case", "fusegraph", "vs tfjs-wasm", "vs onnxruntime-web", "GFLOP/s", "checks"], rows),
+        figure("wasm.svg", plots.bars(
+            "wasm in Node: peer time / fusegraph time, end to end (log scale)", "right of 1 = fusegraph faster",
+            [r["case"] for r in d["results"]],
+            {"vs tfjs-wasm": [r.get("ratio_vs_tfjs_e2e") for r in d["results"]],
+             "vs onnxruntime-web": [r.get("ratio_vs_ort_e2e") for r in d["results"]]}), "wasm ratios"),
         "Reproduce: see bench/wasm/ (`node bench/wasm/bench.mjs`).",
     ])
 
