@@ -301,6 +301,14 @@ impl Layout {
             offset,
         };
         l.check_bounds("as_strided", storage_len)?;
+        if l.shape.contains(&0) {
+            // An empty view reads nothing, so any strides and offset are
+            // accepted (as in PyTorch), and none can be checked against the
+            // storage. They are normalised here: strides like isize::MAX
+            // would otherwise overflow the index arithmetic of the kernels
+            // that walk the (empty) view.
+            return Ok(Layout::contiguous(shape));
+        }
         Ok(l)
     }
 
@@ -384,6 +392,8 @@ mod tests {
         assert!(Layout::as_strided(&[3], &[-1], 1, 4).is_err());
         assert!(Layout::as_strided(&[3], &[-1], 2, 4).is_ok());
         assert!(Layout::as_strided(&[0, 5], &[100, 100], 99, 1).is_ok());
+        let empty = Layout::as_strided(&[4, 0, 2], &[6, isize::MIN, isize::MAX], usize::MAX, 0);
+        assert_eq!(empty.unwrap(), Layout::contiguous(&[4, 0, 2]));
     }
 
     #[test]

@@ -42,7 +42,10 @@ fn reduce_over_an_empty_axis_with_rows() {
     assert_eq!(same_as_reference(&s), vec![0.0; 6]);
     let m = t3.max(&[0, 2], false).unwrap();
     assert!(same_as_reference(&m).is_empty());
-    assert!(t3.max(&[1], false).is_err(), "max over no elements is an error");
+    assert!(
+        t3.max(&[1], false).is_err(),
+        "max over no elements is an error"
+    );
 }
 
 // graph target: index_select on a tensor whose result is empty (another
@@ -88,4 +91,40 @@ fn index_select_checks_indices_when_the_result_is_empty() {
     let idx = Tensor::from_vec(vec![2i32, -3], [2], &DEV).unwrap();
     let ok = t2.index_select(1, &idx).unwrap();
     assert!(same_as_reference(&ok).is_empty());
+}
+
+// graph target: an empty `as_strided` view (a size-0 axis) accepts any
+// strides, as nothing is read; with strides like isize::MAX the CPU walk's
+// axis merging multiplied them by the sizes and overflowed ("attempt to
+// multiply with overflow"). Empty views now get contiguous strides.
+#[test]
+fn empty_as_strided_view_with_huge_strides() {
+    let t0 = Tensor::from_vec(Vec::<f32>::new(), [3, 1, 0], &DEV).unwrap();
+    let t1 = t0
+        .as_strided(&[4, 0, 2], &[6, isize::MIN, isize::MAX], 0)
+        .unwrap();
+    let t2 = t1.t().unwrap();
+    assert_eq!(t2.shape(), &[4, 2, 0]);
+    let t3 = t2.mean(&[], false).unwrap();
+    assert!(same_as_reference(&t3)[0].is_nan());
+    // A reduction over the empty axis, with rows, and an elementwise op.
+    let s = t1.sum(&[1], false).unwrap();
+    assert_eq!(same_as_reference(&s), vec![0.0; 8]);
+    let e = t1.exp().unwrap().add_scalar(1.0).unwrap();
+    assert!(same_as_reference(&e).is_empty());
+    // Any offset is accepted for an empty view too.
+    let t4 = t0.as_strided(&[0], &[isize::MAX], usize::MAX).unwrap();
+    assert!(same_as_reference(&t4.neg().unwrap()).is_empty());
+    // A non-empty view with a stride past the storage is still an error.
+    let err = t0.as_strided(&[2], &[isize::MAX], 0).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ViewOutOfBounds {
+                op: "as_strided",
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
