@@ -2,8 +2,8 @@
 // (entry-node.js, entry-web.js, entry-workerd.js differ only in how they
 // find the .wasm file). See index.d.ts for the documented types.
 
-import { raw, build, load } from './wasm.js';
-import { FusegraphError, guard, guardAsync, invalid } from './errors.js';
+import { raw, build, load, memory } from './wasm.js';
+import { FusegraphError, guard, guardAsync, invalid, show } from './errors.js';
 import { probeAdapter, selectBackend } from './backends.js';
 import { fromData, readOut } from './typed.js';
 import { image } from './image.js';
@@ -29,14 +29,14 @@ let context = null;
  */
 export function createInit(sourceFor, defaults = {}) {
   return async function init(given = {}) {
-    if (given === null || typeof given !== 'object') throw invalid(`init: options must be an object, got ${given === null ? 'null' : typeof given}`);
+    if (given === null || typeof given !== 'object') throw invalid(`init: options must be an object, got ${show(given)}`);
     const options = { ...defaults, ...given };
     const backend = options.backend ?? 'auto';
     if (!['auto', 'cpu', 'webgpu'].includes(backend)) {
-      throw invalid(`init: backend must be 'auto', 'cpu' or 'webgpu', got ${JSON.stringify(backend)}`);
+      throw invalid(`init: backend must be 'auto', 'cpu' or 'webgpu', got ${show(backend)}`);
     }
     const wantImage = options.image ?? false;
-    if (typeof wantImage !== 'boolean') throw invalid(`init: image must be true or false, got ${JSON.stringify(wantImage)}`);
+    if (typeof wantImage !== 'boolean') throw invalid(`init: image must be true or false, got ${show(wantImage)}`);
     const probe = backend === 'cpu' ? null : await probeAdapter();
     if (!loaded) {
       loaded = loadBuild(probe, backend, options, sourceFor);
@@ -86,22 +86,43 @@ async function loadBuild(probe, backend, options, sourceFor) {
   return note;
 }
 
+// wasm32 sizes are 32-bit: the bindings take sizes as u32 and axes and
+// strides as i32, and wasm-bindgen wraps larger numbers silently (2**32
+// would arrive as 0). Every number is checked against its range here.
+const MAX_U32 = 0xffff_ffff;
+const MAX_I32 = 0x7fff_ffff;
+
+/**
+ * A shape: non-negative integer dims whose product fits wasm32's address
+ * space (FG_OUT_OF_MEMORY past it, as the core says for its own ops, so a
+ * view cannot make a tensor whose size would wrap around).
+ */
 function checkShape(op, shape) {
   if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
-    throw invalid(`${op}: shape must be an array of non-negative integers, got ${JSON.stringify(shape)}`);
+    throw invalid(`${op}: shape must be an array of non-negative integers, got ${show(shape)}`);
+  }
+  const elements = shape.reduce((p, d) => p * d, 1);
+  if (elements > MAX_U32 || shape.some((d) => d > MAX_U32)) {
+    throw new FusegraphError('FG_OUT_OF_MEMORY', `${op}: shape ${show(shape)} has more elements than fit in memory (wasm32 addresses at most ${MAX_U32})`);
   }
   return shape;
 }
 
+/** An axis: an integer (negative counts from the end); past i32 it is out of range for any rank. */
 function checkInt(op, what, v) {
-  if (!Number.isSafeInteger(v)) throw invalid(`${op}: ${what} must be an integer, got ${String(v)}`);
+  if (!Number.isSafeInteger(v)) throw invalid(`${op}: ${what} must be an integer, got ${show(v)}`);
+  if (v > MAX_I32 || v < -MAX_I32 - 1) {
+    throw new FusegraphError('FG_BAD_AXIS', `${op}: ${what} ${v} is out of range for a tensor of any rank`);
+  }
   return v;
 }
 
-function checkNonNegative(op, what, v) {
+/** A non-negative integer that must fit in a u32 (`tooBig`: the code past it). */
+function checkNonNegative(op, what, v, tooBig = 'FG_INVALID_ARGUMENT') {
   if (!Number.isSafeInteger(v) || v < 0) {
-    throw invalid(`${op}: ${what} must be a non-negative integer, got ${String(v)}`);
+    throw invalid(`${op}: ${what} must be a non-negative integer, got ${show(v)}`);
   }
+  if (v > MAX_U32) throw new FusegraphError(tooBig, `${op}: ${what} ${v} is out of range (at most ${MAX_U32})`);
   return v;
 }
 
@@ -110,6 +131,39 @@ function checkAxes(op, axes) {
   const list = Array.isArray(axes) ? axes : [axes];
   list.forEach((a) => checkInt(op, 'axis', a));
   return list;
+}
+
+/**
+ * The dtype name of an options object ('f32' when absent). Only a string may
+ * reach the bindings: wasm-bindgen reads any other value's `length` as the
+ * string's, and a number or symbol there made it write out of bounds.
+ */
+function dtypeOf(op, o) {
+  const d = o.dtype ?? 'f32';
+  if (typeof d !== 'string') throw invalid(`${op}: dtype must be one of f32, f16, bf16, f64, i32, u8, bool, got ${show(d)}`);
+  return d;
+}
+
+/** An options argument: undefined (defaults) or an object. */
+function opts(op, o) {
+  if (o === undefined) return {};
+  if (o === null || typeof o !== 'object') throw invalid(`${op}: options must be an object, got ${show(o)}`);
+  return o;
+}
+
+/**
+ * Handles cloned for a call that consumes them (null and undefined stay
+ * undefined); if one argument is bad, the clones made so far are freed.
+ */
+function cloneOptional(op, tensors) {
+  const out = [];
+  try {
+    for (const t of tensors) out.push(t === undefined || t === null ? undefined : handle(t).cloneHandle());
+  } catch (e) {
+    out.forEach((h) => h?.free());
+    throw e;
+  }
+  return out;
 }
 
 /** What `init()` resolves to: the chosen backend and the tensor factories. */
@@ -126,9 +180,10 @@ class Fusegraph {
     return image;
   }
 
-  tensor(data, shape, options = {}) {
-    const dims = shape === undefined ? [data?.length ?? 0] : checkShape('tensor', shape);
-    return wrap(() => fromData(raw.WasmTensor, data, dims, options.dtype));
+  tensor(data, shape, options) {
+    const o = opts('tensor', options);
+    const dims = checkShape('tensor', shape === undefined ? [data?.length ?? 0] : shape);
+    return wrap(() => fromData(raw.WasmTensor, data, dims, o.dtype));
   }
 
   zeros(shape, options = {}) {
@@ -139,25 +194,32 @@ class Fusegraph {
     return this.full(shape, 1, options);
   }
 
-  full(shape, value, options = {}) {
+  full(shape, value, options) {
+    const o = opts('full', options);
     checkShape('full', shape);
-    return wrap(() => raw.WasmTensor.full(Number(value), shape, options.dtype ?? 'f32'));
+    const dtype = dtypeOf('full', o);
+    return wrap(() => raw.WasmTensor.full(Number(value), shape, dtype));
   }
 
-  arange(start, end, step = 1, options = {}) {
-    return wrap(() => raw.WasmTensor.arange(start, end, step, options.dtype ?? 'f32'));
+  arange(start, end, step = 1, options) {
+    const dtype = dtypeOf('arange', opts('arange', options));
+    return wrap(() => raw.WasmTensor.arange(start, end, step, dtype));
   }
 
-  rand(shape, options = {}) {
+  rand(shape, options) {
+    const o = opts('rand', options);
     checkShape('rand', shape);
-    const seed = checkNonNegative('rand', 'seed', options.seed ?? 0);
-    return wrap(() => raw.WasmTensor.rand(shape, seed, options.dtype ?? 'f32'));
+    const seed = checkNonNegative('rand', 'seed', o.seed ?? 0);
+    const dtype = dtypeOf('rand', o);
+    return wrap(() => raw.WasmTensor.rand(shape, seed, dtype));
   }
 
-  randn(shape, options = {}) {
+  randn(shape, options) {
+    const o = opts('randn', options);
     checkShape('randn', shape);
-    const seed = checkNonNegative('randn', 'seed', options.seed ?? 0);
-    return wrap(() => raw.WasmTensor.randn(shape, seed, options.dtype ?? 'f32'));
+    const seed = checkNonNegative('randn', 'seed', o.seed ?? 0);
+    const dtype = dtypeOf('randn', o);
+    return wrap(() => raw.WasmTensor.randn(shape, seed, dtype));
   }
 
   where(cond, a, b) {
@@ -167,7 +229,9 @@ class Fusegraph {
   concat(tensors, axis = 0) {
     if (!Array.isArray(tensors)) throw invalid('concat: expects an array of tensors');
     checkInt('concat', 'axis', axis);
-    return wrap(() => raw.WasmTensor.concat(tensors.map((t) => handle(t).cloneHandle()), axis));
+    if (Array.from(tensors).some((t) => t === undefined || t === null)) throw invalid('concat: expects an array of tensors, got a missing entry');
+    const handles = cloneOptional('concat', tensors);
+    return wrap(() => raw.WasmTensor.concat(handles, axis));
   }
 
   /** Runs `fn`, then disposes the tensors it created except those it returns. */
@@ -178,6 +242,15 @@ class Fusegraph {
   /** Tensor handles not yet freed (by `dispose()` or garbage collection). */
   liveTensors() {
     return guard(() => raw.liveHandles());
+  }
+
+  /**
+   * Bytes of the wasm instance's linear memory. It grows to the largest
+   * working set seen and never shrinks (freed memory is reused, not
+   * returned), so a figure that keeps rising over repeated work is a leak.
+   */
+  wasmMemoryBytes() {
+    return memory ? memory.buffer.byteLength : 0;
   }
 }
 
@@ -196,6 +269,7 @@ function track(t) {
  * not see the wasm memory they hold.
  */
 export function tidy(fn) {
+  if (typeof fn !== 'function') throw invalid(`tidy: expects a function, got ${show(fn)}`);
   const scope = [];
   scopes.push(scope);
   let result;
@@ -220,7 +294,7 @@ export function tidy(fn) {
 
 /** The wasm handle of a Tensor argument (throws for anything else). */
 function handle(t) {
-  if (!(t instanceof Tensor)) throw invalid(`expected a fusegraph Tensor, got ${typeof t}`);
+  if (!(t instanceof Tensor)) throw invalid(`expected a fusegraph Tensor, got ${show(t)}`);
   return t._handle();
 }
 
@@ -255,6 +329,8 @@ export class Tensor {
 
   /** @internal */
   _handle() {
+    // An object made with Object.create(Tensor.prototype) passes instanceof but has no handle.
+    if (!(#h in this)) throw invalid('expected a fusegraph Tensor, got an object that only inherits from Tensor');
     if (!this.#h) throw new FusegraphError('FG_DISPOSED', 'tensor: used after dispose()');
     return this.#h;
   }
@@ -285,7 +361,7 @@ export class Tensor {
   }
 
   get disposed() {
-    return this.#h === null;
+    return #h in this && this.#h === null;
   }
 
   isContiguous() {
@@ -294,7 +370,7 @@ export class Tensor {
 
   /** Frees the tensor's handle now (the data goes once no other tensor needs it). */
   dispose() {
-    if (this.#h) {
+    if (#h in this && this.#h) {
       const h = this.#h;
       this.#h = null;
       guard(() => h.free());
@@ -312,12 +388,12 @@ export class Tensor {
 
   sum(axes, keepdim = false) {
     const a = checkAxes('sum', axes);
-    return this.#op((h) => h.reduce('sum', a, keepdim));
+    return this.#op((h) => emptyReduction(h, a, (z) => z.reduce('sum', a, keepdim), false) ?? h.reduce('sum', a, keepdim));
   }
 
   mean(axes, keepdim = false) {
     const a = checkAxes('mean', axes);
-    return this.#op((h) => h.reduce('mean', a, keepdim));
+    return this.#op((h) => emptyReduction(h, a, (z) => z.reduce('mean', a, keepdim), true) ?? h.reduce('mean', a, keepdim));
   }
 
   max(axes, keepdim = false) {
@@ -330,10 +406,11 @@ export class Tensor {
     return this.#op((h) => h.reduce('min', a, keepdim));
   }
 
-  var(axes, options = {}) {
+  var(axes, options) {
+    const o = opts('var', options);
     const a = checkAxes('var', axes);
-    const correction = checkNonNegative('var', 'correction', options.correction ?? 1);
-    return this.#op((h) => h.var(a, correction, options.keepdim ?? false));
+    const correction = checkNonNegative('var', 'correction', o.correction ?? 1);
+    return this.#op((h) => emptyReduction(h, a, (z) => z.var(a, correction, o.keepdim ?? false), true) ?? h.var(a, correction, o.keepdim ?? false));
   }
 
   argmax(axis, keepdim = false) {
@@ -344,19 +421,23 @@ export class Tensor {
 
   softmax(axis = -1) {
     checkInt('softmax', 'axis', axis);
-    return this.#op((h) => h.softmax(axis));
+    return this.#op((h) => emptyElementwise(h, (z) => z.softmax(axis)) ?? h.softmax(axis));
   }
 
   logSoftmax(axis = -1) {
     checkInt('logSoftmax', 'axis', axis);
-    return this.#op((h) => h.logSoftmax(axis));
+    return this.#op((h) => emptyElementwise(h, (z) => z.logSoftmax(axis)) ?? h.logSoftmax(axis));
   }
 
-  layerNorm(normalizedDims = 1, options = {}) {
+  layerNorm(normalizedDims = 1, options) {
+    const o = opts('layerNorm', options);
     checkNonNegative('layerNorm', 'normalizedDims', normalizedDims);
-    const w = options.weight ? handle(options.weight).cloneHandle() : undefined;
-    const b = options.bias ? handle(options.bias).cloneHandle() : undefined;
-    return this.#op((h) => h.layerNorm(normalizedDims, w, b, options.eps ?? 1e-5));
+    const eps = o.eps ?? 1e-5;
+    if (typeof eps !== 'number' || !Number.isFinite(eps)) throw invalid(`layerNorm: eps must be a finite number, got ${show(eps)}`);
+    const h = this._handle();
+    // The call consumes the handles it is given: cloned last, after every check.
+    const [wh, bh] = cloneOptional('layerNorm', [o.weight, o.bias]);
+    return new Tensor(guard(() => emptyElementwise(h, (z) => z.layerNorm(normalizedDims, wh, bh, eps)) ?? h.layerNorm(normalizedDims, wh, bh, eps)));
   }
 
   cast(dtype) {
@@ -391,7 +472,8 @@ export class Tensor {
   }
 
   permute(axes) {
-    checkShape('permute', axes);
+    if (!Array.isArray(axes)) throw invalid(`permute: axes must be an array, got ${show(axes)}`);
+    axes.forEach((a) => checkNonNegative('permute', 'axis', a, 'FG_BAD_AXIS'));
     return this.#op((h) => h.permute(axes));
   }
 
@@ -407,8 +489,8 @@ export class Tensor {
 
   narrow(axis, start, length) {
     checkInt('narrow', 'axis', axis);
-    checkNonNegative('narrow', 'start', start);
-    checkNonNegative('narrow', 'length', length);
+    checkNonNegative('narrow', 'start', start, 'FG_OUT_OF_RANGE');
+    checkNonNegative('narrow', 'length', length, 'FG_OUT_OF_RANGE');
     return this.#op((h) => h.narrow(axis, start, length));
   }
 
@@ -435,8 +517,11 @@ export class Tensor {
   asStrided(shape, strides, offset = 0) {
     checkShape('asStrided', shape);
     if (!Array.isArray(strides)) throw invalid('asStrided: strides must be an array');
-    strides.forEach((s) => checkInt('asStrided', 'stride', s));
-    checkNonNegative('asStrided', 'offset', offset);
+    strides.forEach((s) => {
+      if (!Number.isSafeInteger(s)) throw invalid(`asStrided: stride must be an integer, got ${show(s)}`);
+      if (s > MAX_I32 || s < -MAX_I32 - 1) throw new FusegraphError('FG_OUT_OF_RANGE', `asStrided: stride ${s} is out of range (a 32-bit integer)`);
+    });
+    checkNonNegative('asStrided', 'offset', offset, 'FG_OUT_OF_RANGE');
     return this.#op((h) => h.asStrided(shape, strides, offset));
   }
 
@@ -447,7 +532,8 @@ export class Tensor {
   /** Computes the tensor now and keeps the result (returns this tensor). */
   realize() {
     const h = this._handle();
-    guard(() => h.realize());
+    // Nothing to compute for an empty tensor (see readOut).
+    if (guard(() => h.numel()) !== 0) guard(() => h.realize());
     return this;
   }
 
@@ -470,6 +556,71 @@ export class Tensor {
     }
     return guard(() => readOut(h));
   }
+}
+
+/**
+ * A reduction over axes of size 0 into a non-empty result (sum, mean or var
+ * of a [4, 0] tensor over axis 1). The core's CPU reduction panics on these,
+ * so the result is made here: the same reduction over zeros of the same
+ * dtype with each empty reduced axis of size 1 — 0 for a sum, with the
+ * dtype the reduction gives — and NaN added for mean and var (0/0).
+ * Returns null when the reduction is not of that kind (or its axes are bad,
+ * which the core reports).
+ */
+function emptyReduction(h, axes, reduce, nan) {
+  const shape = Array.from(h.shape());
+  const rank = shape.length;
+  const norm = (axes.length ? axes : shape.map((_, i) => i)).map((a) => (a < 0 ? a + rank : a));
+  if (norm.some((a) => a < 0 || a >= rank) || new Set(norm).size !== norm.length) return null;
+  if (!shape.includes(0)) return null;
+  const stand = raw.WasmTensor.full(0, shape.map((d) => (d === 0 ? 1 : d)), h.dtype());
+  let r;
+  try {
+    r = reduce(stand);
+    if (nan && norm.some((a) => shape[a] === 0)) {
+      const n = r.binaryScalar('add', NaN);
+      r.free();
+      r = n;
+    }
+  } finally {
+    stand.free();
+  }
+  return emptyAgain(r, shape, norm);
+}
+
+/**
+ * An op whose result has the input's shape (softmax, layer norm), on an
+ * empty input: the core's reductions inside them panic on empty tensors, so
+ * it runs on a stand-in (zero dims made 1) and is narrowed back to empty.
+ * Null for a non-empty input.
+ */
+function emptyElementwise(h, op) {
+  const shape = Array.from(h.shape());
+  if (!shape.includes(0)) return null;
+  const stand = raw.WasmTensor.full(0, shape.map((d) => (d === 0 ? 1 : d)), h.dtype());
+  try {
+    return emptyAgain(op(stand), shape, []);
+  } finally {
+    stand.free();
+  }
+}
+
+/**
+ * `r`, reduced from a stand-in whose zero dims were made 1, narrowed back to
+ * 0 on the axes that were 0 and not reduced (so its shape is the real one).
+ */
+function emptyAgain(r, shape, reduced) {
+  const rShape = Array.from(r.shape());
+  const keep = shape.map((_, i) => i).filter((i) => !reduced.includes(i));
+  const keptDims = rShape.length === shape.length; // keepdim
+  shape.forEach((d, i) => {
+    if (d !== 0 || reduced.includes(i)) return;
+    const axis = keptDims ? i : keep.indexOf(i);
+    const n = r.narrow(axis, 0, 0);
+    r.free();
+    r = n;
+  });
+  return r;
 }
 
 /** True for a handle on the WebGPU device (only the WebGPU build has `readAsync`). */
@@ -503,8 +654,11 @@ for (const [method, name] of Object.entries(BINARY)) {
 
 /** Resolves one `-1` in a reshape target, as NumPy does. */
 function inferReshape(shape, size) {
+  if (!shape.every((d) => Number.isSafeInteger(d) && d >= -1)) {
+    throw invalid(`reshape: shape must be an array of non-negative integers (and at most one -1), got ${show(shape)}`);
+  }
   const unknown = shape.filter((d) => d === -1).length;
-  if (unknown > 1) throw invalid(`reshape: at most one -1 in ${JSON.stringify(shape)}`);
+  if (unknown > 1) throw invalid(`reshape: at most one -1 in ${show(shape)}`);
   const known = shape.reduce((p, d) => (d === -1 ? p : p * d), 1);
   const dims = shape.map((d) => (d === -1 ? (known === 0 ? 0 : Math.floor(size / known)) : d));
   return checkShape('reshape', dims);

@@ -16,6 +16,20 @@ export class FusegraphError extends Error {
 
 let trapped = null; // the message of the panic that poisoned this instance
 
+/** A value for an error message; never throws (BigInt, cycles, symbols). */
+export function show(v) {
+  if (v === null) return 'null';
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'bigint') return `${v}n`;
+  if (Array.isArray(v)) {
+    const items = v.slice(0, 8).map((x) => (Array.isArray(x) ? '[...]' : show(x)));
+    return `[${items.join(', ')}${v.length > 8 ? ', ...' : ''}]`;
+  }
+  if (typeof v === 'object') return v.constructor?.name ?? 'object';
+  if (typeof v === 'function') return 'function';
+  return String(v);
+}
+
 export function invalid(message) {
   return new FusegraphError('FG_INVALID_ARGUMENT', message);
 }

@@ -12,7 +12,7 @@
 // method throws FG_NOT_IN_BUILD saying how to load it.
 
 import { raw, build } from './wasm.js';
-import { FusegraphError, guard, invalid } from './errors.js';
+import { FusegraphError, guard, invalid, show } from './errors.js';
 import { Tensor } from './api.js';
 
 const FILTERS = ['lanczos3', 'bilinear', 'nearest'];
@@ -48,7 +48,7 @@ function num(op, what, v, fallback) {
 function oneOf(op, what, v, allowed, fallback) {
   if (v === undefined) return fallback;
   if (typeof v === 'string' && v.toLowerCase() === 'jpg' && allowed === FORMATS) return 'jpeg';
-  if (!allowed.includes(v)) throw invalid(`${op}: ${what} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(v)}`);
+  if (!allowed.includes(v)) throw invalid(`${op}: ${what} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${show(v)}`);
   return v;
 }
 

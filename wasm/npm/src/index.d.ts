@@ -145,6 +145,12 @@ export interface Fusegraph {
   tidy<T>(fn: () => T): T;
   /** Tensor handles not yet freed (by `dispose()` or garbage collection). */
   liveTensors(): number;
+  /**
+   * Bytes of the wasm instance's linear memory. It grows to the largest
+   * working set seen and never shrinks (freed memory is reused), so a figure
+   * that keeps rising over repeated work points at a leak.
+   */
+  wasmMemoryBytes(): number;
   /** Image ops on u8 tensors `[height, width, channels]`. */
   readonly image: ImageApi;
 }

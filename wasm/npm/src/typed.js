@@ -2,7 +2,7 @@
 // which becomes the tensor's storage. Out: one copy, from the realized
 // storage into a fresh typed array. f16/bf16 travel as Uint16Array bits.
 
-import { FusegraphError, invalid } from './errors.js';
+import { FusegraphError, invalid, show } from './errors.js';
 
 const NATURAL = new Map([
   [Float32Array, 'f32'],
@@ -21,7 +21,7 @@ function badDtype(message) {
 /** Creates a WasmTensor from a typed array or a plain array of numbers. */
 export function fromData(WasmTensor, data, shape, dtype) {
   if (dtype !== undefined && !DTYPES.includes(dtype)) {
-    throw badDtype(`tensor: unknown dtype ${JSON.stringify(dtype)} (one of ${DTYPES.join(', ')})`);
+    throw badDtype(`tensor: unknown dtype ${show(dtype)} (one of ${DTYPES.join(', ')})`);
   }
   if (Array.isArray(data)) {
     const want = dtype ?? 'f32';
@@ -66,8 +66,13 @@ function convert(t, dtype) {
   }
 }
 
+const EMPTY = { f32: Float32Array, f64: Float64Array, i32: Int32Array, u8: Uint8Array, bool: Uint8Array, f16: Uint16Array, bf16: Uint16Array };
+
 /** Reads a realized WasmTensor into the typed array of its dtype. */
 export function readOut(h) {
+  // An empty tensor has nothing to compute or copy (and the core's CPU
+  // reads of some empty views panic): its typed array is made here.
+  if (h.numel() === 0) return new (EMPTY[h.dtype()] ?? Float32Array)(0);
   switch (h.dtype()) {
     case 'f32':
       return h.toF32();

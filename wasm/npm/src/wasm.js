@@ -18,6 +18,9 @@ export let raw = cpu;
 /** 'cpu', 'webgpu', 'image' or 'image-webgpu' once a build is loaded, else null. */
 export let build = null;
 
+/** The loaded instance's WebAssembly.Memory (null before `load`). */
+export let memory = null;
+
 /**
  * Instantiates build `kind` from `source` (a URL, bytes, a Response or a
  * compiled Module, as wasm-bindgen's loader takes). The WebGPU and image
@@ -33,7 +36,8 @@ export async function load(kind, source) {
         : kind === 'image-webgpu'
           ? await import('../dist/image-webgpu/fusegraph_wasm.js')
           : cpu;
-  await glue.default({ module_or_path: await source });
+  const exports = await glue.default({ module_or_path: await source });
   raw = glue;
   build = kind;
+  memory = exports?.memory ?? null;
 }

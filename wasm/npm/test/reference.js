@@ -63,7 +63,7 @@ export function broadcastShape(a, b) {
     const x = a[a.length - n + i] ?? 1;
     const y = b[b.length - n + i] ?? 1;
     if (x !== y && x !== 1 && y !== 1) throw new Error(`reference: cannot broadcast ${a} with ${b}`);
-    out.push(Math.max(x, y));
+    out.push(x === 1 ? y : x); // a 1 stretches to the other size, 0 included
   }
   return out;
 }
