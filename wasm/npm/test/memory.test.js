@@ -61,3 +61,68 @@ test('tidy() disposes the intermediates of a chain and keeps what it returns', a
   assert.throws(() => fg.tidy(() => fg.ones([2]).add(fg.ones([3]))), (e) => e.code === 'FG_SHAPE_MISMATCH');
   assert.equal(fg.liveTensors(), before, 'a throwing tidy still disposes');
 });
+
+// 10,000 realise/dispose cycles hold memory flat: after a warm-up of 500
+// cycles (the allocator and V8 reach their working size), the wasm linear
+// memory may not grow at all (it never shrinks, so growth is memory kept),
+// the live handles return to the baseline, and process RSS and ArrayBuffer
+// bytes may rise by at most 16 MiB (a leak of one 16 KiB result per cycle
+// would be 160 MiB).
+async function leakCheck(what, cycle) {
+  const settle = async () => {
+    for (let i = 0; i < 3; i++) {
+      gc();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
+  await settle(); // handles the earlier tests dropped
+  const handles = fg.liveTensors();
+  for (let i = 0; i < 500; i++) cycle(i);
+  await settle();
+  const t0 = performance.now();
+  const before = { wasm: fg.wasmMemoryBytes(), ...process.memoryUsage() };
+  for (let i = 0; i < 10_000; i++) cycle(i);
+  await settle();
+  const after = { wasm: fg.wasmMemoryBytes(), ...process.memoryUsage() };
+  const secs = (performance.now() - t0) / 1000;
+  const mib = (b) => (b / 2 ** 20).toFixed(1);
+  console.log(
+    `leak check (${what}): 10000 realise/dispose cycles in ${secs.toFixed(1)} s: wasm memory ${mib(before.wasm)} -> ${mib(after.wasm)} MiB ` +
+      `(${((after.wasm - before.wasm) / 10_000).toFixed(0)} B/cycle), RSS ${mib(before.rss)} -> ${mib(after.rss)} MiB, ` +
+      `array buffers ${mib(before.arrayBuffers)} -> ${mib(after.arrayBuffers)} MiB, live handles ${handles} -> ${fg.liveTensors()}`,
+  );
+  assert.ok(before.wasm > 0, 'the wasm memory is measured');
+  assert.equal(fg.liveTensors(), handles);
+  assert.equal(after.wasm, before.wasm, `wasm linear memory grew by ${mib(after.wasm - before.wasm)} MiB`);
+  assert.ok(after.rss - before.rss <= 16 * 2 ** 20, `RSS rose by ${mib(after.rss - before.rss)} MiB`);
+  assert.ok(after.arrayBuffers - before.arrayBuffers <= 16 * 2 ** 20, `array buffers rose by ${mib(after.arrayBuffers - before.arrayBuffers)} MiB`);
+}
+
+test('leak check: tensor -> matmul and tensor -> sum', () =>
+  leakCheck('tensor -> matmul; tensor -> sum', (i) => {
+    const y = fg.tensor(new Float32Array(4096).fill(i % 7), [64, 64]);
+    const outs = [y.matmul(y), y.sum([1])];
+    for (const o of outs) {
+      o.realize();
+      o.toArraySync();
+    }
+    [y, ...outs].forEach((t) => t.dispose());
+  }));
+
+// Measured on this build: a tensor from JS data through an elementwise op
+// keeps ~16.9 KB of wasm memory per cycle (the 16 KiB input buffer; 169 MiB
+// over 10,000 cycles), rand -> add with realize() ~66 B and
+// rand -> matmul -> add -> relu -> sum ~1.1 KB per cycle, with every handle
+// freed: memory is kept inside the core, not by the bindings. Runs (and
+// prints its figures) as a todo until the core is fixed.
+test('leak check: tensor -> add -> relu, rand -> add and rand -> matmul -> add -> relu -> sum', { todo: 'the core keeps memory after elementwise ops' }, () =>
+  leakCheck('tensor -> add -> relu; rand -> add; rand -> matmul -> add -> relu -> sum', (i) => {
+    const y = fg.tensor(new Float32Array(4096).fill(i % 7), [64, 64]);
+    const x = fg.rand([64, 64], { seed: i });
+    const outs = [y.add(1).relu(), x.add(1), x.matmul(x).add(1).relu().sum([1])];
+    for (const o of outs) {
+      o.realize();
+      o.toArraySync();
+    }
+    [x, y, ...outs].forEach((t) => t.dispose());
+  }));
