@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The edge demo's checks (a section of scripts/test.sh): installs Chromium
 # (Debian's package) when missing, `npm ci`, builds the Worker, then unit,
-# end-to-end (Playwright, headless Chromium), bad-input, load (autocannon,
-# 30 s) and Lighthouse tests. Prints every figure; writes them with the
+# end-to-end (Playwright, headless Chromium), bad-input, worker leak (10,000
+# requests, ~7 s), load (autocannon, 30 s) and Lighthouse tests. Prints every figure; writes them with the
 # machine's details to www/dist/results/edge.json. Runs every step, then
 # exits nonzero if any failed.
 set -uo pipefail
@@ -34,6 +34,7 @@ step() {
   "$@" || failed+=("$name")
 }
 step "unit, end-to-end and bad-input tests" node --test --test-concurrency=1 test/unit.test.mjs test/e2e.test.mjs test/bad-input.test.mjs
+step "worker leak check" node test/leak.mjs --out dist/results/leak.json
 step "load test" node test/load.mjs --out dist/results/load.json
 step "lighthouse" node test/lighthouse.mjs --out dist/results/lighthouse.json
 step "report" node scripts/report.mjs

@@ -1,4 +1,4 @@
-// Gathers the edge demo's figures (bundle sizes, load test, Lighthouse,
+// Gathers the edge demo's figures (bundle sizes, leak check, load test, Lighthouse,
 // soak when it was run) from dist/results/ with the machine's details into
 // one JSON: dist/results/edge.json, and bench/results/edge.json with --bench.
 import { execFileSync } from 'node:child_process';
@@ -47,6 +47,7 @@ const report = {
   bundle,
   load: read('load.json'),
   lighthouse: read('lighthouse.json'),
+  leak: read('leak.json'),
   soak: read('soak.json'),
 };
 if (report.soak) delete report.soak.samples;

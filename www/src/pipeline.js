@@ -8,6 +8,7 @@ import { HttpError } from './http.js';
 import { MAX_PIXELS, MAX_SIDE, MAX_WORK } from './limits.js';
 
 let fgPromise = null;
+let fgLoaded = null;
 
 async function fusegraph() {
   fgPromise ??= init({ backend: 'cpu' });
@@ -15,6 +16,7 @@ async function fusegraph() {
     fgPromise = null;
   });
   const fg = await fgPromise;
+  fgLoaded = fg;
   if (!fg.image) throw new HttpError(503, 'this build of fusegraph has no image API', { 'Retry-After': '60' });
   return fg;
 }
@@ -24,6 +26,11 @@ const STATUS = { FG_IMAGE_DECODE: 422, FG_IMAGE_TOO_LARGE: 413, FG_INVALID_ARGUM
 function mapped(e) {
   const status = STATUS[e?.code];
   return status ? new HttpError(status, e.message) : e;
+}
+
+/** The fusegraph instance's wasm linear memory in bytes (null before the first image request). */
+export function wasmMemoryBytes() {
+  return fgLoaded ? fgLoaded.wasmMemoryBytes() : null;
 }
 
 /** `{ width, height, format }` from the header of `bytes`, no decoding. */

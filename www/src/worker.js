@@ -12,6 +12,7 @@ import { transformRoute } from './routes/transform.js';
 import { assetRoute, iconRoute, sourceRoute } from './routes/static.js';
 import { responseCache } from './cache.js';
 import { countStatus, stats } from './stats.js';
+import { wasmMemoryBytes } from './pipeline.js';
 
 const READ = ['GET', 'HEAD'];
 
@@ -58,7 +59,7 @@ async function route(request, env, ctx) {
   if (path === '/__stats') {
     allow(request, READ);
     const store = await responseCache();
-    const body = JSON.stringify({ ...stats, store: store.name, cache: store.stats() });
+    const body = JSON.stringify({ ...stats, store: store.name, cache: store.stats(), wasm_memory_bytes: wasmMemoryBytes() });
     const headers = securityHeaders(new Headers({ 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }), 'none');
     return new Response(body, { headers });
   }

@@ -10,9 +10,9 @@ const www = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const PORT = Number(process.env.FG_WWW_PORT ?? 8787);
 export const ORIGIN = `http://127.0.0.1:${PORT}`;
 
-export async function startServer({ log = false } = {}) {
+export async function startServer({ log = false, args = [] } = {}) {
   const bin = join(www, 'node_modules', '.bin', 'workerd');
-  const child = spawn(bin, ['serve', 'config.capnp', '--experimental', `--socket-addr=http=127.0.0.1:${PORT}`], { cwd: www, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(bin, ['serve', 'config.capnp', '--experimental', `--socket-addr=http=127.0.0.1:${PORT}`, ...args], { cwd: www, stdio: ['ignore', 'pipe', 'pipe'] });
   const output = [];
   const keep = (d) => {
     output.push(String(d));
