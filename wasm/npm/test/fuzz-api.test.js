@@ -269,7 +269,8 @@ class Fuzzer {
           this.problem(what, `read back ${values?.constructor?.name}(${values?.length}) for ${dt}${JSON.stringify(gotShape)}`);
         } else if (data) {
           try {
-            ref.assertClose(what, values, data, tol ?? ref.tol('f32'));
+            // An f32 result past f32's range is ±Infinity, as the reference rounded to f32 says.
+            ref.assertClose(what, values, dt === 'f32' ? data.map(Math.fround) : data, tol ?? ref.tol('f32'));
             this.checkedValues += 1;
             // What the next op sees: the values as stored (f32), not the f64 reference.
             if (dt === 'f32') data = Float64Array.from(values);
@@ -437,7 +438,16 @@ class Fuzzer {
       o = this.f32([...batch, k, this.int(1, 6)]);
       this.add(o);
       const want = ref.matmul(a.data, a.shape, o.data, o.shape);
-      this.call(`${describe(a.t)}.matmul(${describe(o.t)})`, () => a.t.matmul(o.t), { shape: want.shape, data: want.data, tol: ref.tol('f32', { reduce: k }) });
+      // Rounding error scales with sum |a||b|, not with the (cancelling) result.
+      const scale = ref.matmul(a.data.map(Math.abs), a.shape, o.data.map(Math.abs), o.shape).data;
+      const t = this.call(`${describe(a.t)}.matmul(${describe(o.t)})`, () => a.t.matmul(o.t), { shape: want.shape });
+      const got = t && t.size <= 4096 ? safe(() => t.toArraySync()) : '?';
+      if (got !== '?') {
+        const tol = ref.tol('f32', { reduce: k });
+        const bad = want.data.findIndex((w, i) => !(Math.abs(got[i] - Math.fround(w)) <= tol * Math.max(scale[i], 1)) && !(Number.isNaN(w) && Number.isNaN(got[i])));
+        if (bad >= 0) this.problem('matmul', `element ${bad}: got ${got[bad]}, reference ${want.data[bad]} (tol ${tol} x ${scale[bad]})`);
+        else this.checkedValues += 1;
+      }
       return;
     }
     const arg = this.tensorArg();
@@ -504,6 +514,7 @@ class Fuzzer {
       this.call(`${describe(e.t)}.clamp(${describe(lo)}, ${describe(hi)})`, () => e.t.clamp(lo, hi), expect);
     } else if (op === 2 || op === 3) {
       const method = op === 2 ? 'indexSelect' : 'gather';
+      if (numel(e.shape) > 2 ** 24) return; // open core bug: index ops on huge views trap (todo below)
       const axis = this.axis(rank);
       const size = rank ? e.shape[norm(axis, rank) ?? 0] : 1;
       const index = this.chance(0.7)
@@ -775,6 +786,15 @@ test('reductions, softmax and layer norm of empty tensors (the CPU reduction pan
   assert.equal(code(() => e([4, 3, 0]).sum([1], true).flatten().toArraySync()), 'ok ');
   assert.equal(code(() => e([1, 3, 0]).narrow(-2, 2, 1).toArraySync()), 'ok ');
   assert.equal(code(() => fg.ones([3]).add(1).toArraySync()), 'ok 2,2,2');
+});
+
+// Found by the fuzzer, open in the core: index_select on a view of 2**32 - 1
+// elements panics in core/src/backend/cpu/copy.rs (run_index). The fuzzer
+// leaves index ops on views past 2**24 elements alone until it is fixed.
+test('index ops on huge views give a result or an error code, not a trap', { todo: 'core/src/backend/cpu/copy.rs run_index', skip: process.env.FUSEGRAPH_FUZZ_BIG !== '1' }, () => {
+  const big = fg.zeros([1]).expand([2 ** 32 - 1]);
+  const c = code(() => big.indexSelect(-1, fg.tensor(new Int32Array([0]), [1])).toArraySync());
+  assert.ok(c === 'ok 0' || c.startsWith('FG_') && c !== 'FG_PANIC', c);
 });
 
 // Found while probing the fuzzer's size limits: the CPU backend allocates
