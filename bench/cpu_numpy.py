@@ -110,13 +110,18 @@ SCALES = {}
 def cases(quick):
     r = (lambda full: max(full // 10, 3)) if quick else (lambda full: full)
     out = []
-    for n, reps, seeds in [(512, r(100), (11, 12)), (1024, r(100), (11, 12)), (2048, r(20), (11, 12))]:
+    for n, reps, seeds in [(512, r(100), (11, 12)), (1024, r(100), (11, 12)), (2048, r(20), (11, 12)), (4096, r(10), (11, 12))]:
         a, b = fill((n, n), seeds[0]), fill((n, n), seeds[1])
         out.append((f"matmul_{n}", reps, lambda a=a, b=b: a @ b, lambda y, a=a, b=b: err(y[:8], a[:8].astype(np.float64) @ b.astype(np.float64)), 1e-4))
     n = 16 << 20
     a, b, c = fill((n,), 1), fill((n,), 2), fill((n,), 3)
     out.append(("fused_mul_add_relu_16m", r(100), lambda a=a, b=b, c=c: np.maximum(a * b + c, np.float32(0)),
                 lambda y, a=a, b=b, c=c: err(y, np.maximum(a.astype(np.float64) * b + c, 0)), 1e-4))
+    # NumPy has no fusion: both rows run the same ten ops with a temporary each.
+    s16 = fill((n,), 7)
+    for name in ("chain_10op_16m_fused", "chain_10op_16m_unfused"):
+        out.append((name, r(30), lambda s16=s16: chain(s16),
+                    lambda y, s16=s16: err(y[:1 << 16], chain(s16[:1 << 16].astype(np.float64))), 1e-4))
     for name, xs, rs, reps in [
         ("bcast_1024x1024_plus_1024", (1024, 1024), (1024,), r(100)),
         ("bcast_1024x1024x3_plus_3", (1024, 1024, 3), (3,), r(100)),

@@ -129,6 +129,38 @@ for relu in (False, True):
         record(name, "cupy", st, rel_err(torch.as_tensor(co[:h], device=dev), want), 1e-5, (3.0 if relu else 2.0) * n, 16.0 * n)
 del x, y, z
 
+# The 10-op chain (x*1.01+s, five times): torch eager runs 10 kernels
+# (fusegraph's "unfused" row does the same), torch.compile fuses it.
+def chain10(t):
+    y = t
+    for i in range(10):
+        y = y * 1.01 if i % 2 == 0 else y + t
+    return y
+
+
+s16 = fill([n], 7)
+h = 1 << 16
+want = chain10(s16[:h].double())
+for peer, g in (("torch", chain10), ("torch.compile", compiled(chain10))):
+    o = g(s16)
+    st = timed(lambda: g(s16))
+    for variant in ("fused", "unfused"):
+        record(f"chain_10op_64m_f32_{variant}", peer, st, rel_err(o[:h], want), 1e-5, 10.0 * n,
+               (25.0 if variant == "unfused" else 2.0) * 4.0 * n)
+del s16
+
+# A transposed right operand at 4096: view, .contiguous() in the timed call, stored contiguous.
+if not QUICK:
+    nt = 4096
+    a, bt = fill([nt, nt], 11), fill([nt, nt], 12)
+    phys = bt.t().contiguous()
+    want = a[:4].double() @ bt.t().double()
+    for label, f in (("view", lambda: a @ bt.t()), ("contiguous", lambda: a @ bt.t().contiguous()), ("physical", lambda: a @ phys)):
+        o = f()
+        st = timed(f)
+        record(f"matmul_{nt}_f32_rhs_t_{label}", "torch", st, rel_err(o[:4], want), 1e-4, 2.0 * nt**3, 12.0 * nt * nt)
+    del a, bt, phys
+
 # Softmax and layer_norm.
 for r in ([1024] if QUICK else [4096, 32768]):
     for dt, label in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):

@@ -30,7 +30,7 @@ for c in fg["cases"]:
         row[f"{peer}_s"] = r["stats"]["median_s"]
         row[f"{peer}_ok"] = r["ok"]
         row[f"speedup_vs_{peer}"] = r["stats"]["median_s"] / t
-    if c["name"].startswith("fused") and copy_gbps:
+    if c["name"].startswith(("fused", "chain")) and copy_gbps:
         row["fraction_of_copy_bandwidth"] = c["gbps"] / copy_gbps
     rows.append(row)
 

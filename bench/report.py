@@ -47,6 +47,24 @@ def table(head, rows):
     return "\n".join(out)
 
 
+def fusion_and_transpose(cases, t_of, peer_of, peer, chain, mm, views):
+    """One paragraph each on fusion (the 10-op chain fused vs fusion off)
+    and on a transposed right operand (view vs copy vs contiguous), from
+    the rows of one suite. `t_of`/`peer_of` read a row's median times."""
+    by = {c["name"]: c for c in cases}
+    out = []
+    f, u = by.get(chain + "_fused"), by.get(chain + "_unfused")
+    if f and u:
+        out.append(f"Fusion ({f['what'].split(',')[0]}): fused {ms(t_of(f))} (1 kernel), fusion off "
+                   f"{ms(t_of(u))} (10 kernels): {t_of(u) / t_of(f):.1f}x faster fused; "
+                   f"{peer} {ms(peer_of(u))} (fused row over it: {peer_of(u) / t_of(f):.2f}x).")
+    rows = [(label, by.get(name)) for label, name in views]
+    if all(r for _, r in rows):
+        parts = [f"{label} {ms(t_of(r))}" + (f" ({peer} {ms(peer_of(r))})" if peer_of(r) else "") for label, r in rows]
+        out.append(f"A transposed right operand ({mm}): " + "; ".join(parts) + ".")
+    return "\n\n".join(out)
+
+
 def cpu_section(d):
     m = d.get("machine", {})
     rows = []
@@ -68,6 +86,12 @@ def cpu_section(d):
         "Roofline = the larger of FLOP/s over the estimated peak and bytes/s over measured memcpy bandwidth.",
         table(["case", "fusegraph", "p10 / p90", "NumPy", "ratio", "GFLOP/s", "GB/s", "roofline", "checks"], rows),
         "![CPU ratios](bench/results/cpu.svg)" if os.path.exists(os.path.join(RESULTS, "cpu.svg")) else "",
+        fusion_and_transpose(
+            d["cases"], lambda c: c["fusegraph"]["median_s"], lambda c: (c.get("numpy") or {}).get("median_s"), "NumPy",
+            "chain_10op_16m", "f32 1024",
+            [("as a strided view", "matmul_1024_transposed_rhs"),
+             ("made contiguous by a copy kernel first", "matmul_1024_copied_rhs"),
+             ("a contiguous operand", "matmul_1024")]),
         "Reproduce: `bench/run_cpu.sh` (writes cpu.json, cpu.svg, cpu.md).",
     ])
 
@@ -118,6 +142,12 @@ def cuda_section(d):
         table(["case", "fusegraph", "vs torch", "vs torch.compile", "vs CuPy", "TFLOP/s", "GB/s", "checks"], rows),
         plot,
         extra,
+        fusion_and_transpose(
+            d["cases"], lambda c: c["fusegraph_s"], lambda c: c.get("torch_s"), "torch eager",
+            "chain_10op_64m_f32", "f32 4096",
+            [("as a view (a cuBLASLt transpose flag)", "matmul_4096_f32_rhs_t_view"),
+             (".contiguous() then the matmul", "matmul_4096_f32_rhs_t_contiguous"),
+             ("stored contiguous beforehand", "matmul_4096_f32_rhs_t_physical")]),
         cross,
         streams_table(d),
         "Reproduce: `./scripts/gpu-test.sh` here, then `OUT=$OUT bash .gpu-bin/cuda/run.sh` on the GPU machine "

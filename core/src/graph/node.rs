@@ -116,14 +116,16 @@ impl Node {
     }
 
     pub fn storage(&self) -> Option<Arc<Storage>> {
-        match self.state() {
-            State::Ready(s) => Some(s),
+        // Under the read lock: cloning the whole state would copy a lazy
+        // node's op and input list just to say it has no storage.
+        self.with_state(|s| match s {
+            State::Ready(s) => Some(s.clone()),
             State::Lazy { .. } => None,
-        }
+        })
     }
 
     pub fn is_ready(&self) -> bool {
-        matches!(self.state(), State::Ready(_))
+        self.with_state(|s| matches!(s, State::Ready(_)))
     }
 
     /// Records the computed storage and drops the inputs.

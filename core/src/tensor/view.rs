@@ -12,9 +12,9 @@ impl Tensor {
     /// A view node with `layout` over this tensor's storage. A view of a
     /// realized tensor is realized at once: it shares the storage.
     fn view_node(&self, op: ViewOp, layout: Layout) -> Tensor {
-        let state = match self.node.state() {
-            State::Ready(s) => State::Ready(s),
-            State::Lazy { .. } => State::Lazy {
+        let state = match self.node.storage() {
+            Some(s) => State::Ready(s),
+            None => State::Lazy {
                 op: Op::View(op),
                 inputs: vec![self.node.clone()],
             },

@@ -9,7 +9,7 @@ use std::time::Instant;
 use fusegraph_core::backend::cpu::exec::execute;
 use fusegraph_core::codegen::{render, RenderOptions};
 use fusegraph_core::graph::build::build_graph;
-use fusegraph_core::runtime::{cache_stats, compile, compiled_for};
+use fusegraph_core::runtime::{cache_stats, compile, compiled_for, realize_with};
 use fusegraph_core::schedule::Body;
 use fusegraph_core::{Error, Limits, Result, Tensor};
 use serde_json::{json, Value};
@@ -33,6 +33,8 @@ struct Case {
     /// What the cross-check with NumPy divides the checksum difference by
     /// (default: the sum of the result's magnitudes).
     checksum_scale: Option<f64>,
+    /// Realize with fusion off (every op its own kernel), to price fusion.
+    unfused: bool,
 }
 
 /// Relative tolerance (to the largest reference magnitude) for f32 results.
@@ -46,6 +48,7 @@ fn matmul_case(n: usize, reps: usize) -> Result<Case> {
         what: format!("f32 matmul {n}x{n} @ {n}x{n}"),
         reps,
         checksum_scale: None,
+        unfused: false,
         build: Box::new(move || a.matmul(&b)),
         // Rows 0..8 of the product against the reference of a[0..8] @ b.
         verify: Box::new(move |out| {
@@ -68,6 +71,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
         matmul_case(512, r(100))?,
         matmul_case(1024, r(100))?,
         matmul_case(2048, r(20))?,
+        matmul_case(4096, r(10))?,
     ];
 
     let n = 16 << 20;
@@ -78,6 +82,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
         what: "relu(a*b+c), a, b, c: 16M f32 (one fused kernel)".into(),
         reps: r(100),
         checksum_scale: None,
+        unfused: false,
         build: Box::new(move || a.mul(&b)?.add(&c)?.relu()),
         verify: Box::new(move |out| {
             let k = 1 << 16;
@@ -91,6 +96,37 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
             )
         }),
     });
+
+    // The same 10-op chain as the per-call overhead case, on 16M f32: one
+    // fused kernel, then every op as its own kernel (fusion off), which is
+    // what an eager library runs (NumPy makes a temporary per op).
+    for unfused in [false, true] {
+        let s = input(&[n], 7)?;
+        let s2 = s.clone();
+        v.push(Case {
+            name: if unfused {
+                "chain_10op_16m_unfused"
+            } else {
+                "chain_10op_16m_fused"
+            },
+            what: format!(
+                "10-op elementwise chain (x*1.01+s, 5 times) on 16M f32, {}",
+                if unfused {
+                    "fusion off: 10 kernels"
+                } else {
+                    "fused: 1 kernel"
+                }
+            ),
+            reps: r(30),
+            checksum_scale: None,
+            unfused,
+            build: Box::new(move || chain(&s)),
+            verify: Box::new(move |out| {
+                let k = 1 << 16;
+                check(&out.narrow(0, 0, k)?, &chain(&s2.narrow(0, 0, k)?)?, TOL)
+            }),
+        });
+    }
 
     for (name, xs, rs, reps) in [
         (
@@ -120,6 +156,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
             what: format!("broadcast add {xs:?} + {rs:?}, f32"),
             reps,
             checksum_scale: None,
+            unfused: false,
             build: Box::new(move || x.add(&y)),
             verify: Box::new(move |out| {
                 if big {
@@ -161,6 +198,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
             build: Box::new(move || f(&x)),
             verify: Box::new(move |out| check_scaled(out, &f(&x2)?, scale, 1e-5)),
             checksum_scale: scale,
+            unfused: false,
         });
     }
 
@@ -172,6 +210,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
         what: "f32 matmul 1024x1024 @ (1024x1024).t() (a strided view, no copy)".into(),
         reps: r(100),
         checksum_scale: None,
+        unfused: false,
         build: Box::new(move || a.matmul(&bt.t()?)),
         verify: Box::new(move |out| {
             check(
@@ -192,6 +231,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
             .into(),
         reps: r(100),
         checksum_scale: None,
+        unfused: false,
         build: Box::new(move || {
             let copied = bt.t()?.contiguous()?;
             copied.realize()?;
@@ -213,6 +253,7 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
         what: "f32 batched matmul of 1000 128x128 pairs in one call".into(),
         reps: r(50),
         checksum_scale: None,
+        unfused: false,
         build: Box::new(move || a.matmul(&b)),
         // Batches 0..4 against their own reference products.
         verify: Box::new(move |out| {
@@ -241,6 +282,7 @@ fn decomp_cases(r: impl Fn(usize) -> usize) -> Result<Vec<Case>> {
             what: "thin SVD (U, S, Vt) of 512x512 f32".into(),
             reps: r(20),
             checksum_scale: None,
+            unfused: false,
             build: Box::new(move || a1.svd().map(|(_, s, _)| s)),
             verify: Box::new(move |_| bench_decomp::check_svd(&a2)),
         },
@@ -250,6 +292,7 @@ fn decomp_cases(r: impl Fn(usize) -> usize) -> Result<Vec<Case>> {
                 .into(),
             reps: r(50),
             checksum_scale: None,
+            unfused: false,
             build: Box::new(move || a3.qr()?.1.abs()),
             verify: Box::new(move |_| bench_decomp::check_qr(&a4)),
         },
@@ -258,6 +301,7 @@ fn decomp_cases(r: impl Fn(usize) -> usize) -> Result<Vec<Case>> {
             what: "Cholesky L of a 512x512 f32 SPD matrix".into(),
             reps: r(100),
             checksum_scale: None,
+            unfused: false,
             build: Box::new(move || spd.cholesky()),
             verify: Box::new(move |_| bench_decomp::check_cholesky(&s1)),
         },
@@ -429,17 +473,26 @@ pub fn run(suite: &str, out: &Path, quick: bool) -> Result<bool> {
     let progress = Progress::new(suite, cases.len() + 1);
     for case in cases {
         progress.start(case.name);
+        let limits = if case.unfused {
+            Limits::cpu().unfused()
+        } else {
+            Limits::cpu()
+        };
         let probe = (case.build)()?;
-        let fused = cost(&probe, &Limits::cpu())?;
+        let fused = cost(&probe, &limits)?;
         let unfused = cost(&probe, &Limits::cpu().unfused())?;
         let extra = if case.name == "matmul_1024_transposed_rhs" {
             assert_no_copy(&probe)?
         } else {
             json!({})
         };
-        let st = time(warmup, case.reps, || (case.build)()?.realize().map(|_| ()))?;
-        let out = (case.build)()?;
-        out.realize()?;
+        let run = || -> Result<Tensor> {
+            let t = (case.build)()?;
+            realize_with(std::slice::from_ref(&t), &limits)?;
+            Ok(t)
+        };
+        let st = time(warmup, case.reps, || run().map(|_| ()))?;
+        let out = run()?;
         let chk = (case.verify)(&out)?;
         let cs = checksum(&out)?;
         all_ok &= chk.ok;

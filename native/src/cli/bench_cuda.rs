@@ -13,6 +13,7 @@ use std::time::Instant;
 use fusegraph::cuda::{self, Precision};
 use fusegraph::CudaDevice;
 use fusegraph_core::backend::Backend;
+use fusegraph_core::runtime::{limits_for, realize_with};
 use fusegraph_core::{synchronize, DType, Device, Error, Result, Tensor};
 use serde_json::{json, Value};
 
@@ -32,6 +33,8 @@ struct Case {
     bytes: f64,
     build: Build,
     verify: Verify,
+    /// Realize with fusion off (every op its own kernel), to price fusion.
+    unfused: bool,
 }
 
 /// Relative error (to the largest reference magnitude) a dtype may show.
@@ -66,6 +69,7 @@ fn matmul_case(dev: &Device, n: usize, dtype: DType, p: Precision, reps: usize) 
         what: format!("{label} matmul {n}x{n} @ {n}x{n} (cuBLASLt)"),
         reps,
         precision: p,
+        unfused: false,
         flops: 2.0 * nf * nf * nf,
         bytes: 3.0 * nf * nf * dtype.size_in_bytes() as f64,
         build: Box::new(move || a1.matmul(&b1)),
@@ -77,6 +81,19 @@ fn matmul_case(dev: &Device, n: usize, dtype: DType, p: Precision, reps: usize) 
             )
         }),
     })
+}
+
+/// The CPU suite's 10-op elementwise chain (`x * 1.01 + s`, five times).
+fn chain10(s: &Tensor) -> Result<Tensor> {
+    let mut y = s.clone();
+    for i in 0..10 {
+        y = if i % 2 == 0 {
+            y.mul_scalar(1.01)?
+        } else {
+            y.add(s)?
+        };
+    }
+    Ok(y)
 }
 
 fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
@@ -126,6 +143,7 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
             what: format!("f32 batched matmul [{nb},128,128] @ [{nb},128,128]: one strided-batched cuBLASLt call"),
             reps: reps(100),
             precision: Precision::Highest,
+            unfused: false,
             flops: 2.0 * nb as f64 * 128.0f64.powi(3),
             bytes: 3.0 * 4.0 * nb as f64 * 128.0 * 128.0,
             build: Box::new(move || a1.matmul(&b1)),
@@ -166,6 +184,7 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
             ),
             reps: reps(100),
             precision: Precision::Highest,
+            unfused: false,
             flops: if relu { 3.0 } else { 2.0 } * n as f64,
             bytes: 16.0 * n as f64,
             build: Box::new(move || f(&x1, &y1, &z1)),
@@ -183,6 +202,88 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
         });
     }
     drop((x, y, z));
+    // The CPU suite's 10-op chain on 64M f32: one fused kernel (2 passes over
+    // memory), then fusion off (10 kernels, 20 passes) as an eager library runs it.
+    let s = on(dev, &[n], 7, DType::F32)?;
+    for unfused in [false, true] {
+        let (s1, s2) = (s.clone(), s.clone());
+        let h = 1 << 16;
+        v.push(Case {
+            name: format!(
+                "chain_10op_64m_f32_{}",
+                if unfused { "unfused" } else { "fused" }
+            ),
+            what: format!(
+                "10-op elementwise chain (x*1.01+s, 5 times) on 64M f32, {}",
+                if unfused {
+                    "fusion off: 10 kernels"
+                } else {
+                    "fused: 1 kernel"
+                }
+            ),
+            reps: reps(100),
+            precision: Precision::Highest,
+            unfused,
+            flops: 10.0 * n as f64,
+            // Fused: read s, write y; unfused: each kernel reads 1-2 and writes 1.
+            bytes: if unfused { 25.0 } else { 2.0 } * 4.0 * n as f64,
+            build: Box::new(move || chain10(&s1)),
+            verify: Box::new(move |o| {
+                check(&o.narrow(0, 0, h)?, &chain10(&s2.narrow(0, 0, h)?)?, 1e-5)
+            }),
+        });
+    }
+    drop(s);
+    // A transposed right operand three ways at 4096: as a view (a transpose
+    // flag for cuBLASLt, no copy), made contiguous by a copy kernel inside
+    // the timed call, and the matmul of the stored contiguous transpose.
+    if !quick {
+        let nt = 4096;
+        let (a, bt) = (
+            on(dev, &[nt, nt], 11, DType::F32)?,
+            on(dev, &[nt, nt], 12, DType::F32)?,
+        );
+        let physical = bt.t()?.contiguous()?;
+        physical.realize()?;
+        let nf = nt as f64;
+        for (label, variant) in [("view", 0), ("contiguous", 1), ("physical", 2)] {
+            let (a1, b1, p1) = (a.clone(), bt.clone(), physical.clone());
+            let (a2, b2) = (a.clone(), bt.clone());
+            v.push(Case {
+                name: format!("matmul_{nt}_f32_rhs_t_{label}"),
+                what: match variant {
+                    0 => {
+                        format!("f32 matmul {nt}² @ b.t(): the transposed view as a cuBLASLt flag")
+                    }
+                    1 => format!(
+                        "f32 matmul {nt}² @ b.t().contiguous(): a copy kernel, then the matmul"
+                    ),
+                    _ => format!("f32 matmul {nt}² @ the transpose stored contiguous beforehand"),
+                },
+                reps: reps(100),
+                precision: Precision::Highest,
+                unfused: false,
+                flops: 2.0 * nf * nf * nf,
+                bytes: 3.0 * nf * nf * 4.0,
+                build: Box::new(move || match variant {
+                    0 => a1.matmul(&b1.t()?),
+                    1 => {
+                        let c = b1.t()?.contiguous()?;
+                        c.realize()?;
+                        a1.matmul(&c)
+                    }
+                    _ => a1.matmul(&p1),
+                }),
+                verify: Box::new(move |o| {
+                    check(
+                        &o.narrow(0, 0, 4)?,
+                        &a2.narrow(0, 0, 4)?.matmul(&b2.t()?)?,
+                        1e-4,
+                    )
+                }),
+            });
+        }
+    }
     let rows: &[usize] = if quick { &[1024] } else { &[4096, 32768] };
     for &r in rows {
         for dtype in [DType::F32, DType::BF16] {
@@ -199,6 +300,7 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
                 ),
                 reps: reps(100),
                 precision: Precision::Highest,
+                unfused: false,
                 flops: 5.0 * ne,
                 bytes: 2.0 * es * ne,
                 build: Box::new(move || s1.softmax(-1)),
@@ -219,6 +321,7 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
                 ),
                 reps: reps(100),
                 precision: Precision::Highest,
+                unfused: false,
                 flops: 8.0 * ne,
                 bytes: 2.0 * es * ne,
                 build: Box::new(move || s1.layer_norm(1, Some(&w1), Some(&b1), 1e-5)),
@@ -256,6 +359,7 @@ fn decomp_cases(dev: &Device, reps: &dyn Fn(usize) -> usize) -> Result<Vec<Case>
             what: "thin SVD (U, S, Vt) of 512x512 f32 (cuSOLVER gesvdj)".into(),
             reps: reps(20),
             precision: Precision::Highest,
+            unfused: false,
             flops: 22.0 * nf * nf * nf,
             bytes,
             build: Box::new(move || a1.svd().map(|(_, s, _)| s)),
@@ -266,6 +370,7 @@ fn decomp_cases(dev: &Device, reps: &dyn Fn(usize) -> usize) -> Result<Vec<Case>
             what: "the same SVD computed in f64 (cast on the device, cuSOLVER Dgesvdj) and rounded back to f32".into(),
             reps: reps(20),
             precision: Precision::Highest,
+            unfused: false,
             flops: 22.0 * nf * nf * nf,
             bytes,
             build: Box::new(move || a5.cast(DType::F64)?.svd()?.1.cast(DType::F32)),
@@ -280,6 +385,7 @@ fn decomp_cases(dev: &Device, reps: &dyn Fn(usize) -> usize) -> Result<Vec<Case>
             what: "reduced QR of 512x512 f32, then |R| (cuSOLVER geqrf + orgqr)".into(),
             reps: reps(50),
             precision: Precision::Highest,
+            unfused: false,
             flops: 8.0 / 3.0 * nf * nf * nf,
             bytes,
             build: Box::new(move || a3.qr()?.1.abs()),
@@ -290,12 +396,54 @@ fn decomp_cases(dev: &Device, reps: &dyn Fn(usize) -> usize) -> Result<Vec<Case>
             what: "Cholesky L of a 512x512 f32 SPD matrix (cuSOLVER potrf)".into(),
             reps: reps(100),
             precision: Precision::Highest,
+            unfused: false,
             flops: nf * nf * nf / 3.0,
             bytes,
             build: Box::new(move || s1.cholesky()),
             verify: Box::new(move |_| bench_decomp::check_cholesky(&s2)),
         },
     ])
+}
+
+/// Where the host time of one eager op goes: building the lazy op, the
+/// graph walk and schedule-cache lookup, and the backend's launch of the
+/// cached schedule (no wait for the GPU), each per op over `ops` ops.
+fn dispatch_breakdown(dev: &Device, x0: &Tensor, ops: usize) -> Result<Value> {
+    use fusegraph_core::graph::build::walk;
+    use fusegraph_core::runtime::compiled_for;
+    let per_op = |t: Instant| t.elapsed().as_secs_f64() / ops as f64 * 1e6;
+    let limits = limits_for(*dev)?;
+    let backend = fusegraph_core::backend::get(*dev)?;
+    let mut best = [f64::INFINITY; 3];
+    for _ in 0..5 {
+        let t = Instant::now();
+        let built: Vec<Tensor> = (0..ops)
+            .map(|_| x0.add_scalar(1.0))
+            .collect::<Result<_>>()?;
+        best[0] = best[0].min(per_op(t));
+        let t = Instant::now();
+        let compiled = built
+            .iter()
+            .map(|y| compiled_for(std::slice::from_ref(y), &limits))
+            .collect::<Result<Vec<_>>>()?;
+        best[1] = best[1].min(per_op(t));
+        let leaves = walk(&[built[0].node().clone()]).leaf_storage;
+        let t = Instant::now();
+        let mut outs = Vec::with_capacity(ops);
+        for c in &compiled {
+            outs.push(backend.execute(&c.schedule, &leaves)?);
+        }
+        best[2] = best[2].min(per_op(t));
+        drop(outs);
+        synchronize(*dev)?;
+    }
+    eprintln!(
+        "eager host time per op: build {:.2} us, walk + cache lookup {:.2} us, backend execute {:.2} us (best of 5)",
+        best[0], best[1], best[2]
+    );
+    Ok(
+        json!({ "build_op": best[0], "walk_and_lookup": best[1], "backend_execute": best[2], "of": "best of 5 runs of 1000 ops" }),
+    )
 }
 
 /// 1000 small dependent kernels (`x + 1` on 1024 f32, each realized on its
@@ -327,6 +475,7 @@ fn dispatch_and_graph(dev: &Device, quick: bool) -> Result<(Value, bool)> {
         synchronize(*dev)?;
     }
     let host = stats_of(0, host);
+    let breakdown = dispatch_breakdown(dev, &x0, ops)?;
     let step = cuda::capture(dev, || chain(&x0))?;
     let graph = time(5, 100, || {
         step.replay()?;
@@ -357,6 +506,7 @@ fn dispatch_and_graph(dev: &Device, quick: bool) -> Result<(Value, bool)> {
             "eager_host_only": host,
             "eager_us_per_op": per_op_us,
             "eager_host_us_per_op": host.median_s / ops as f64 * 1e6,
+            "eager_host_breakdown_us_per_op": breakdown,
             "graph_replay": graph,
             "graph_nodes": step.kernels(),
             "graph_speedup": speedup,
@@ -379,12 +529,21 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
     for case in cases {
         progress.start(&case.name);
         cuda::set_matmul_precision(case.precision);
+        let limits = if case.unfused {
+            limits_for(dev)?.unfused()
+        } else {
+            limits_for(dev)?
+        };
+        let run = || -> Result<Tensor> {
+            let t = (case.build)()?;
+            realize_with(std::slice::from_ref(&t), &limits)?;
+            Ok(t)
+        };
         let st = time(warmup, case.reps, || {
-            (case.build)()?.realize()?;
+            run()?;
             synchronize(dev)
         })?;
-        let o = (case.build)()?;
-        o.realize()?;
+        let o = run()?;
         let chk = (case.verify)(&o)?;
         drop(o);
         cuda::set_matmul_precision(Precision::Highest);
