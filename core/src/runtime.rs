@@ -2,7 +2,7 @@
 //! structure up in the schedule cache (or run the passes and schedule it),
 //! execute, and record the results in the tensors' nodes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -26,16 +26,82 @@ pub struct Compiled {
     pub schedule: Schedule,
 }
 
-type Cache = Mutex<HashMap<(u64, Limits), Vec<(Graph, Arc<Compiled>)>>>;
+type Key = (u64, Limits);
 
-fn cache() -> &'static Cache {
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+/// The schedule cache, in two parts. A graph compiled for the first time
+/// goes into `fresh`, a ring of [`FRESH_CAPACITY`] entries whose oldest
+/// entry is dropped for each new one; when the same structure is asked for
+/// again while it is there, it moves to `kept`. So graphs built once (a new
+/// random seed or scalar constant every call is a new graph: seeds and
+/// constants are kernel constants) cycle through a ring of fixed size and
+/// memory stays flat, while graphs that are run again stay compiled.
+struct Cache {
+    kept: HashMap<Key, Vec<(Graph, Arc<Compiled>)>>,
+    /// Entries in `kept` (a key may hold several graphs whose hashes collide).
+    kept_len: usize,
+    fresh: VecDeque<(Key, Graph, Arc<Compiled>)>,
 }
 
-/// Entries the schedule cache holds at most; beyond that it starts over
-/// (a process that builds endless distinct shapes must not grow without bound).
+fn cache() -> &'static Mutex<Cache> {
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        Mutex::new(Cache {
+            kept: HashMap::new(),
+            kept_len: 0,
+            // Allocated once at its full size: the ring never regrows.
+            fresh: VecDeque::with_capacity(FRESH_CAPACITY),
+        })
+    })
+}
+
+/// Graphs run more than once that the cache holds at most; beyond that it
+/// starts over (a process that reruns endless distinct shapes must not
+/// grow without bound).
 const CACHE_CAPACITY: usize = 4096;
+
+/// Graphs compiled once that the cache holds until they are run again (or
+/// pushed out by newer ones).
+const FRESH_CAPACITY: usize = 64;
+
+impl Cache {
+    fn lookup(&mut self, key: &Key, w: &Walked) -> Option<Arc<Compiled>> {
+        if let Some(hit) = self
+            .kept
+            .get(key)
+            .and_then(|v| v.iter().find(|(g, _)| w.matches(g)))
+        {
+            return Some(hit.1.clone());
+        }
+        let i = self
+            .fresh
+            .iter()
+            .position(|(k, g, _)| k == key && w.matches(g))?;
+        let (key, graph, compiled) = self.fresh.remove(i)?;
+        if self.kept_len >= CACHE_CAPACITY {
+            self.kept.clear();
+            self.kept_len = 0;
+        }
+        self.kept
+            .entry(key)
+            .or_default()
+            .push((graph, compiled.clone()));
+        self.kept_len += 1;
+        Some(compiled)
+    }
+
+    fn insert(&mut self, key: Key, graph: Graph, compiled: Arc<Compiled>) {
+        if self.fresh.len() >= FRESH_CAPACITY {
+            self.fresh.pop_front();
+        }
+        self.fresh.push_back((key, graph, compiled));
+    }
+}
+
+/// Graphs the schedule cache holds now: (run more than once, compiled once).
+pub fn cache_len() -> (usize, usize) {
+    let c = cache().lock().unwrap_or_else(|p| p.into_inner());
+    (c.kept_len, c.fresh.len())
+}
 
 static HITS: AtomicU64 = AtomicU64::new(0);
 static MISSES: AtomicU64 = AtomicU64::new(0);
@@ -90,24 +156,21 @@ pub fn compiled_for(tensors: &[Tensor], limits: &Limits) -> Result<Arc<Compiled>
 
 fn lookup_or_compile(w: &Walked, limits: &Limits) -> Result<Arc<Compiled>> {
     let key = (w.hash, *limits);
-    {
-        let c = cache().lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(hit) = c
-            .get(&key)
-            .and_then(|v| v.iter().find(|(g, _)| w.matches(g)))
-        {
-            HITS.fetch_add(1, Ordering::Relaxed);
-            return Ok(hit.1.clone());
-        }
+    let hit = cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .lookup(&key, w);
+    if let Some(hit) = hit {
+        HITS.fetch_add(1, Ordering::Relaxed);
+        return Ok(hit);
     }
     MISSES.fetch_add(1, Ordering::Relaxed);
     let graph = w.to_graph();
     let compiled = Arc::new(compile(graph.clone(), limits)?);
-    let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if c.len() >= CACHE_CAPACITY {
-        c.clear();
-    }
-    c.entry(key).or_default().push((graph, compiled.clone()));
+    cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, graph, compiled.clone());
     Ok(compiled)
 }
 

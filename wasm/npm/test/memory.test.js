@@ -109,17 +109,25 @@ test('leak check: tensor -> matmul and tensor -> sum', () =>
     [y, ...outs].forEach((t) => t.dispose());
   }));
 
-// Measured on this build: a tensor from JS data through an elementwise op
-// keeps ~16.9 KB of wasm memory per cycle (the 16 KiB input buffer; 169 MiB
-// over 10,000 cycles), rand -> add with realize() ~66 B and
-// rand -> matmul -> add -> relu -> sum ~1.1 KB per cycle, with every handle
-// freed: memory is kept inside the core, not by the bindings. Runs (and
-// prints its figures) as a todo until the core is fixed.
-test('leak check: tensor -> add -> relu, rand -> add and rand -> matmul -> add -> relu -> sum', { todo: 'the core keeps memory after elementwise ops' }, () =>
+// Elementwise chains from JS data and from a seeded rand with a new seed
+// every cycle (a new graph every cycle: seeds are kernel constants).
+// Measured before the fix (this cycle, or its chains alone under tidy()):
+// rand -> add ~1.6 KB and rand -> matmul -> add -> relu -> sum ~1.8 KB of
+// wasm memory per cycle, because the core's schedule cache kept every graph
+// compiled once (up to 4096, then started over); now graphs compiled once
+// cycle through a fixed ring and all three hold 0 B/cycle. The chains'
+// intermediates (`y.add(1)` of `y.add(1).relu()`, ...) are disposed by
+// tidy(): a handle dropped without dispose() is freed only by the
+// FinalizationRegistry, whose callbacks cannot run inside this synchronous
+// loop, and until then a lazy intermediate keeps its inputs (the 16 KiB
+// input here: the ~16.9 KB/cycle this test measured when it left them to
+// the garbage collector, with the handles back to the baseline only after
+// the loop).
+test('leak check: tensor -> add -> relu, rand -> add and rand -> matmul -> add -> relu -> sum', () =>
   leakCheck('tensor -> add -> relu; rand -> add; rand -> matmul -> add -> relu -> sum', (i) => {
     const y = fg.tensor(new Float32Array(4096).fill(i % 7), [64, 64]);
     const x = fg.rand([64, 64], { seed: i });
-    const outs = [y.add(1).relu(), x.add(1), x.matmul(x).add(1).relu().sum([1])];
+    const outs = fg.tidy(() => [y.add(1).relu(), x.add(1), x.matmul(x).add(1).relu().sum([1])]);
     for (const o of outs) {
       o.realize();
       o.toArraySync();
