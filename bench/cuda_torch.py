@@ -149,6 +149,27 @@ for peer, g in (("torch", chain10), ("torch.compile", compiled(chain10))):
                (25.0 if variant == "unfused" else 2.0) * 4.0 * n)
 del s16
 
+# The CPU suite's broadcast adds and full reductions.
+for xs, rs in (((1024, 1024), (1024,)), ((1024, 1024, 3), (3,)), ((64, 1024, 1024), (64, 1, 1))):
+    bx, by = fill(list(xs), 4), fill(list(rs), 5)
+    ne = bx.numel()
+    o = bx + by
+    st = timed(lambda: bx + by)
+    name = f"bcast_{'x'.join(map(str, xs))}_plus_{'x'.join(map(str, rs))}"
+    ys = by[:1] if by.dim() == bx.dim() else by
+    record(name, "torch", st, rel_err(o[:1], bx[:1].double() + ys.double()), 1e-5, ne, 8.0 * ne)
+    del bx, by, o
+rx = fill([1024, 1024], 6)
+abs_sum = float(rx.double().abs().sum())
+for op, f, want, scale in (("sum", torch.sum, rx.double().sum(), abs_sum),
+                           ("mean", torch.mean, rx.double().mean(), abs_sum / rx.numel()),
+                           ("max", torch.max, rx.double().max(), None)):
+    o = f(rx)
+    st = timed(lambda: f(rx))
+    err = float((o.double() - want).abs() / (scale if scale else want.abs()))
+    record(f"{op}_1024x1024_f32", "torch", st, err, 1e-5, rx.numel(), 4.0 * rx.numel())
+del rx
+
 # A transposed right operand at 4096: view, .contiguous() in the timed call, stored contiguous.
 if not QUICK:
     nt = 4096

@@ -12,6 +12,7 @@ pub mod fold;
 pub mod fuse_elementwise;
 pub mod fuse_reduce;
 pub mod lower;
+pub mod split_reduce;
 pub mod view_elim;
 
 use crate::graph::dag::Graph;
@@ -23,6 +24,9 @@ pub struct Limits {
     pub max_kernel_args: usize,
     /// `false` lowers every op to its own kernel (for benchmarks and tests).
     pub fuse: bool,
+    /// Split reductions over a few long rows into chunks (GPUs, which give
+    /// each output row one workgroup; see `split_reduce`).
+    pub split_long_reductions: bool,
 }
 
 impl Limits {
@@ -31,6 +35,7 @@ impl Limits {
         Limits {
             max_kernel_args: 64,
             fuse: true,
+            split_long_reductions: false,
         }
     }
 
@@ -39,6 +44,7 @@ impl Limits {
         Limits {
             max_kernel_args: 7,
             fuse: true,
+            split_long_reductions: true,
         }
     }
 
@@ -53,6 +59,12 @@ impl Limits {
 /// Runs every pass to a fixed point. Afterwards every computing node is a kernel.
 pub fn optimize(g: &mut Graph, limits: &Limits) {
     g.eliminate_dead();
+    // Each split removes one long reduction; the bound guards against a bug.
+    for _ in 0..64 {
+        if !split_reduce::split_long_reductions(g, limits) {
+            break;
+        }
+    }
     // Each pass strictly shrinks the graph or rewrites a node into a final
     // form, so the loop ends; the bound guards against a pass bug.
     for _ in 0..64 {
@@ -64,6 +76,9 @@ pub fn optimize(g: &mut Graph, limits: &Limits) {
         }
     }
     lower::lower(g);
+    // Lowering folds views into the kernels' accesses; the view nodes left
+    // behind must not count as readers when fusion asks who reads a kernel.
+    g.eliminate_dead();
     if !limits.fuse {
         return;
     }

@@ -17,7 +17,7 @@ use fusegraph_core::runtime::{limits_for, realize_with};
 use fusegraph_core::{synchronize, DType, Device, Error, Result, Tensor};
 use serde_json::{json, Value};
 
-use super::measure::{check, input, stats_of, time, Check};
+use super::measure::{check, check_scaled, input, stats_of, time, Check};
 use super::progress::Progress;
 use super::{bench_crossover, bench_decomp, bench_streams};
 
@@ -234,6 +234,72 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
         });
     }
     drop(s);
+    // The CPU suite's broadcast adds and full reductions, on the GPU.
+    for (xs, rs) in [
+        (vec![1024, 1024], vec![1024]),
+        (vec![1024, 1024, 3], vec![3]),
+        (vec![64, 1024, 1024], vec![64, 1, 1]),
+    ] {
+        let (x, y) = (on(dev, &xs, 4, DType::F32)?, on(dev, &rs, 5, DType::F32)?);
+        let (x1, y1, x2, y2) = (x.clone(), y.clone(), x, y);
+        let ne = xs.iter().product::<usize>() as f64;
+        let name = |d: &[usize]| {
+            d.iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join("x")
+        };
+        v.push(Case {
+            name: format!("bcast_{}_plus_{}", name(&xs), name(&rs)),
+            what: format!("broadcast add {xs:?} + {rs:?}, f32 (one generated kernel)"),
+            reps: reps(100),
+            precision: Precision::Highest,
+            unfused: false,
+            flops: ne,
+            bytes: 8.0 * ne,
+            build: Box::new(move || x1.add(&y1)),
+            verify: Box::new(move |o| {
+                check(
+                    &o.narrow(0, 0, 1)?,
+                    // y's own first slice only when it has x's leading axis.
+                    &x2.narrow(0, 0, 1)?.add(&if y2.rank() == x2.rank() {
+                        y2.narrow(0, 0, 1)?
+                    } else {
+                        y2.clone()
+                    })?,
+                    1e-5,
+                )
+            }),
+        });
+    }
+    let x = on(dev, &[1024, 1024], 6, DType::F32)?;
+    let abs_sum: f64 = x.to_vec_f64()?.iter().map(|v| v.abs()).sum();
+    for op in ["sum", "mean", "max"] {
+        let (x1, x2) = (x.clone(), x.clone());
+        let f = move |t: &Tensor| match op {
+            "sum" => t.sum(&[], false),
+            "mean" => t.mean(&[], false),
+            _ => t.max(&[], false),
+        };
+        // Sums of mixed-sign data cancel: the error is measured against the sum of magnitudes.
+        let scale = match op {
+            "sum" => Some(abs_sum),
+            "mean" => Some(abs_sum / (1024.0 * 1024.0)),
+            _ => None,
+        };
+        v.push(Case {
+            name: format!("{op}_1024x1024_f32"),
+            what: format!("{op} of all elements of 1024x1024 f32"),
+            reps: reps(100),
+            precision: Precision::Highest,
+            unfused: false,
+            flops: 1024.0 * 1024.0,
+            bytes: 4.0 * 1024.0 * 1024.0,
+            build: Box::new(move || f(&x1)),
+            verify: Box::new(move |o| check_scaled(o, &f(&x2)?, scale, 1e-5)),
+        });
+    }
+    drop(x);
     // A transposed right operand three ways at 4096: as a view (a transpose
     // flag for cuBLASLt, no copy), made contiguous by a copy kernel inside
     // the timed call, and the matmul of the stored contiguous transpose.

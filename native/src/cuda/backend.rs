@@ -308,8 +308,12 @@ impl Backend for CudaBackend {
 
     fn limits(&self) -> Limits {
         // CUDA kernels take any number of pointer parameters; the CPU's
-        // limit keeps kernels (and their compile times) the same size.
-        Limits::cpu()
+        // limit keeps kernels (and their compile times) the same size. Long
+        // reductions are split so that they fill the multiprocessors.
+        Limits {
+            split_long_reductions: true,
+            ..Limits::cpu()
+        }
     }
 
     fn upload(&self, data: &CpuStorage) -> Result<Storage> {

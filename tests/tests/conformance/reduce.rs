@@ -193,3 +193,75 @@ fn mean_and_var_with_correction() -> Result<()> {
     }
     Ok(())
 }
+
+/// Realizes `t` under `limits` and compares it with the reference, which is
+/// evaluated first (a realized tensor's reference would be its own values).
+fn check_with_limits(what: &str, t: &Tensor, limits: &Limits, tol: Tol) -> Result<()> {
+    let want: Vec<f64> = reference::evaluate(t)?.iter().copied().collect();
+    fusegraph_core::runtime::realize_with(std::slice::from_ref(t), limits)?;
+    if let Err(m) = compare(what, &t.to_vec_f64()?, &want, tol) {
+        panic!("{m}");
+    }
+    Ok(())
+}
+
+/// Reductions over a few long rows: GPU targets split each row into chunks
+/// (two kernels). `realize_with(Limits::webgpu())` asks for the split on any
+/// backend, so the CPU stamp checks the split graph too.
+#[test]
+fn long_reductions_split_into_chunks_match_the_reference() -> Result<()> {
+    let d = dev!();
+    let split = Limits::webgpu();
+    for (shape, axes) in [
+        (vec![1 << 20], vec![]),
+        (vec![3, 1 << 17], vec![1isize]),
+        (vec![2, 256, 512], vec![1, 2]),
+        (vec![1024, 1024], vec![]),
+        // 65,537 is prime: no chunk count divides it, the reduction stays whole.
+        (vec![65_537], vec![]),
+    ] {
+        let n: usize = if axes.is_empty() { shape.iter().product() } else { axes.iter().map(|&a| shape[a as usize]).product() };
+        let x = randn(&shape, 7, DType::F32, &d)?;
+        let y = randn(&shape, 8, DType::F32, &d)?;
+        for keepdim in [false, true] {
+            let what = |op: &str| format!("{op} of {shape:?} over {axes:?} keepdim {keepdim}");
+            let cases = [
+                ("sum", x.sum(&axes, keepdim)?, Tol::of(DType::F32).reduce(n)),
+                ("max", x.max(&axes, keepdim)?, Tol::of(DType::F32)),
+                ("min", x.min(&axes, keepdim)?, Tol::of(DType::F32)),
+                ("mean", x.mean(&axes, keepdim)?, Tol::of(DType::F32).ops(2).reduce(n)),
+                // A producer map fused into the first of the two kernels.
+                ("sum of x*y+1", x.mul(&y)?.add_scalar(1.0)?.sum(&axes, keepdim)?, Tol::of(DType::F32).ops(2).reduce(n)),
+            ];
+            for (op, t, tol) in cases {
+                check_with_limits(&what(op), &t, &split, tol)?;
+            }
+        }
+    }
+    // A narrowed view reshapes without a copy, so it splits too; integer sums stay exact.
+    let x = randn(&[4, 1 << 17], 9, DType::F32, &d)?.narrow(0, 1, 2)?;
+    let s = x.sum(&[], false)?;
+    check_with_limits("sum of a narrowed view", &s, &split, Tol::of(DType::F32).reduce(1 << 18))?;
+    let u = randint(&[1 << 18], 10, 0, 100, &d)?;
+    check_with_limits("integer sum, split", &u.sum(&[], false)?, &split, Tol::of(DType::I32))?;
+    Ok(())
+}
+
+#[test]
+fn long_reductions_split_into_two_kernels_under_gpu_limits() -> Result<()> {
+    let d = dev!();
+    let x = randn(&[1 << 20], 11, DType::F32, &d)?;
+    let y = randn(&[1 << 20], 12, DType::F32, &d)?;
+    let s = x.mul(&y)?.sum(&[], false)?;
+    let count = |limits: &Limits| -> Result<usize> {
+        Ok(fusegraph_core::runtime::compiled_for(std::slice::from_ref(&s), limits)?.schedule.steps.len())
+    };
+    // The map fuses into the chunk reduction; the second kernel combines 1024 partials.
+    assert_eq!(count(&Limits::webgpu())?, 2, "split: chunks, then their combination");
+    assert_eq!(count(&Limits::cpu())?, 1, "the CPU reduces a long row across threads in one kernel");
+    // Many short rows fill a GPU already: no split.
+    let m = randn(&[4096, 256], 13, DType::F32, &d)?.sum(&[1], false)?;
+    let c = fusegraph_core::runtime::compiled_for(std::slice::from_ref(&m), &Limits::webgpu())?;
+    assert_eq!(c.schedule.steps.len(), 1);
+    Ok(())
+}

@@ -205,6 +205,7 @@ impl Backend for WgpuBackend {
                 .saturating_sub(1)
                 .max(1),
             fuse: true,
+            split_long_reductions: true,
         }
     }
 
