@@ -28,8 +28,35 @@ impl Layout {
         self.shape.len()
     }
 
+    /// Number of elements. Saturates at `usize::MAX` instead of wrapping
+    /// (a shape whose count overflows is refused by
+    /// [`Layout::checked_numel`] wherever a tensor is made).
     pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+        self.shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .unwrap_or_else(|| {
+                if self.shape.contains(&0) {
+                    0
+                } else {
+                    usize::MAX
+                }
+            })
+    }
+
+    /// Number of elements, or [`Error::TooLarge`] naming `op` and the shape
+    /// when the count does not fit in `usize` (on wasm32, past 2^32 - 1).
+    pub fn checked_numel(&self, op: &'static str) -> Result<usize> {
+        if self.shape.contains(&0) {
+            return Ok(0);
+        }
+        self.shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| Error::TooLarge {
+                op,
+                shape: self.shape.clone(),
+            })
     }
 
     /// True when the elements are dense, row-major, with no gaps (offset may be

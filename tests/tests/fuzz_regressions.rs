@@ -3,7 +3,7 @@
 //! `cargo test` without cargo-fuzz.
 
 use fusegraph_core::backend::cpu::reference;
-use fusegraph_core::{Device, Error, Tensor};
+use fusegraph_core::{DType, Device, Error, Tensor};
 
 const DEV: Device = Device::Cpu;
 
@@ -127,4 +127,130 @@ fn empty_as_strided_view_with_huge_strides() {
         ),
         "{err}"
     );
+}
+
+// npm API fuzzer: `zeros([1]).expand([2**32 - 1]).indexSelect(-1, idx)`
+// panicked in the CPU index kernel on wasm32, where a coordinate past 2^31
+// does not fit in `isize`. The kernel now indexes in checked i64 and copies
+// without index lists; here the same view (and a gather on it) natively.
+#[test]
+fn index_ops_on_a_view_of_2_pow_32_minus_1_elements() {
+    let big = Tensor::zeros([1], DType::F32, &DEV)
+        .unwrap()
+        .add_scalar(3.0)
+        .unwrap()
+        .expand([u32::MAX as usize])
+        .unwrap();
+    assert_eq!(big.numel(), u32::MAX as usize);
+    let idx = Tensor::from_vec(vec![0i32, -1, 123_456_789], [3], &DEV).unwrap();
+    let picked = big.index_select(-1, &idx).unwrap();
+    assert_eq!(picked.to_vec::<f32>().unwrap(), vec![3.0; 3]);
+    let gathered = big.gather(0, &idx).unwrap();
+    assert_eq!(gathered.to_vec::<f32>().unwrap(), vec![3.0; 3]);
+    // Every i32 index is in range for it, the most negative included.
+    let edge = Tensor::from_vec(vec![i32::MIN, i32::MAX], [2], &DEV).unwrap();
+    let picked = big.index_select(0, &edge).unwrap();
+    assert_eq!(picked.to_vec::<f32>().unwrap(), vec![3.0; 2]);
+    // Past the axis on a view of it: an error naming the op.
+    let part = big.narrow(0, 0, 5).unwrap();
+    let err = part
+        .gather(0, &edge)
+        .unwrap()
+        .realize()
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::IndexOutOfRange {
+                op: "gather",
+                index: i64::MIN..=-6,
+                size: 5,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+// npm API fuzzer: views whose element count overflows `usize` (wrapped on
+// wasm32, to a small count) are refused with an error naming the op and
+// the shape, whether the caller or the core builds them.
+#[test]
+fn views_and_results_whose_element_count_overflows_are_refused() {
+    let one = Tensor::zeros([1, 1, 1], DType::F32, &DEV).unwrap();
+    let huge = [1usize << 31, 1 << 31, 1 << 31];
+    let err = one.expand(huge).unwrap_err();
+    assert_eq!(
+        err,
+        Error::TooLarge {
+            op: "expand",
+            shape: huge.to_vec()
+        }
+    );
+    // A broadcast the core builds itself: [2^40, 1] + [1, 2^40].
+    let a = Tensor::zeros([1, 1], DType::F32, &DEV)
+        .unwrap()
+        .expand([1 << 40, 1])
+        .unwrap();
+    let b = Tensor::zeros([1, 1], DType::F32, &DEV)
+        .unwrap()
+        .expand([1, 1 << 40])
+        .unwrap();
+    let err = a.add(&b).unwrap_err();
+    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+    // A count that fits is fine, and numel never wraps.
+    let ok = one.expand([1 << 20, 1 << 20, 1]).unwrap();
+    assert_eq!(ok.numel(), 1 << 40);
+    assert_eq!(ok.layout().checked_numel("x"), Ok(1 << 40));
+}
+
+// Found with the fuzzer's limits: the CPU backend allocated with an
+// infallible Vec, so a buffer the allocator refuses aborted the process
+// (a trap on wasm32) instead of returning OutOfMemory.
+#[test]
+fn a_refused_allocation_is_out_of_memory_not_an_abort() {
+    // 2^60 f32 = 4 EiB: within isize::MAX bytes, past any address space.
+    let t = Tensor::zeros([1 << 60], DType::F32, &DEV)
+        .unwrap()
+        .add_scalar(1.0)
+        .unwrap();
+    let err = t.realize().map(|_| ()).unwrap_err();
+    assert!(
+        matches!(err, Error::OutOfMemory { op: "map", ref device, bytes, .. } if device == "cpu" && bytes == 1 << 62),
+        "{err}"
+    );
+    // The process goes on: a small graph still runs.
+    let small = Tensor::ones([3], DType::F32, &DEV)
+        .unwrap()
+        .add_scalar(1.0)
+        .unwrap();
+    assert_eq!(small.to_vec::<f32>().unwrap(), vec![2.0; 3]);
+}
+
+// npm API fuzzer: `arange` with a step finite in f64 but past f32's range
+// gave NaN for f32 (the range is computed in f32: 0 * inf); now an error.
+// f64 ranges take such steps.
+#[test]
+fn arange_past_f32_range_is_an_error_for_f32_not_nan() {
+    for (start, end, step) in [(0.0, 1e40, 1e39), (1e39, 2e39, 1e38), (-3e38, 3e38, 1e38)] {
+        let err = Tensor::arange(start, end, step, DType::F32, &DEV).unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidArgument { op: "arange", .. }),
+            "{start}, {end}, {step}: {err}"
+        );
+        assert!(err.to_string().contains("f32"), "{err}");
+    }
+    let f64s = Tensor::arange(0.0, 2e39, 1e39, DType::F64, &DEV).unwrap();
+    assert_eq!(f64s.to_vec::<f64>().unwrap(), vec![0.0, 1e39]);
+    // In range: exact values.
+    let ok = Tensor::arange(-3e38, 3e38, 1e38, DType::F64, &DEV).unwrap();
+    assert_eq!(ok.numel(), 6);
+    let f32s = Tensor::arange(-2.0, 1.0, 0.5, DType::F32, &DEV).unwrap();
+    assert_eq!(
+        f32s.to_vec::<f32>().unwrap(),
+        vec![-2.0, -1.5, -1.0, -0.5, 0.0, 0.5]
+    );
+    let near = Tensor::arange(0.0, 3e38, 1e38, DType::F32, &DEV).unwrap();
+    assert!(near.to_vec::<f32>().unwrap().iter().all(|v| v.is_finite()));
 }

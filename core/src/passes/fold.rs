@@ -27,7 +27,18 @@ pub fn fold_constants(g: &mut Graph) -> bool {
         if let Op::View(_) = op {
             // A graph output keeps its view: the tensor's layout indexes the
             // root's storage, which must stay the constant's full buffer.
-            if let Some(s) = constant(g, i).filter(|_| !g.is_output(i)) {
+            // An index op reads a few elements of its source: a broadcast of
+            // a small constant stays a view there, or folding would compute
+            // the whole broadcast (2^32 - 1 elements for `expand([2**32-1])`).
+            let root_numel = g.nodes[g.root_of(i)].layout.numel();
+            let indexed = g.nodes[i].layout.numel() > root_numel
+                && g.users(i).iter().any(|&u| {
+                    matches!(
+                        g.nodes[u].op,
+                        GOp::Op(Op::IndexSelect { .. } | Op::Gather { .. })
+                    )
+                });
+            if let Some(s) = constant(g, i).filter(|_| !g.is_output(i) && !indexed) {
                 // A view of a constant is a constant of the view's shape.
                 let n = &mut g.nodes[i];
                 n.op = GOp::Op(Op::Full(s));

@@ -1,6 +1,7 @@
 //! Creation: constants, ranges, seeded random values, and tensors from data.
 
 use super::Tensor;
+use crate::backend::cpu::storage::try_to_vec;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::Storage;
 use crate::device::Device;
@@ -45,12 +46,12 @@ impl Tensor {
         shape: impl Into<Shape>,
         device: &Device,
     ) -> Result<Tensor> {
-        let owned = match T::into_vec(CpuStorage::zeros(T::DTYPE, data.len())) {
+        let owned = match T::into_vec(CpuStorage::try_zeros("from_slice", T::DTYPE, data.len())?) {
             Ok(mut v) => {
                 v.copy_from_slice(data);
                 v
             }
-            Err(_) => data.to_vec(),
+            Err(_) => try_to_vec("from_slice", data)?,
         };
         Tensor::from_vec(owned, shape, device)
     }
@@ -218,6 +219,25 @@ impl Tensor {
             return Err(Error::TooLarge {
                 op: "arange",
                 shape: vec![usize::MAX],
+            });
+        }
+        // Every dtype but f64 and i32 computes the range in f32 (WebGPU has
+        // no f64): a start, step or value past f32's range would become
+        // infinite there and give NaN (0 * inf) or wrong values (inf - x).
+        let computed_in_f32 = !matches!(dtype, DType::F64 | DType::I32);
+        let span = step * (n - 1.0).max(0.0);
+        let last = start + span;
+        if computed_in_f32
+            && n > 0.0
+            && [start, step, span, last]
+                .iter()
+                .any(|&v| !(v as f32).is_finite())
+        {
+            return Err(Error::InvalidArgument {
+                op: "arange",
+                what: "start, end and step",
+                expected: "values within f32's range (a range of this dtype is computed in f32)",
+                got: format!("{start}, {end}, {step} for dtype {dtype}"),
             });
         }
         let op = Op::Arange {

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 
 use super::Tensor;
+use crate::backend::cpu::access::Walk;
+use crate::backend::cpu::storage::{try_to_vec, try_vec_with_capacity};
 use crate::backend::cpu::CpuStorage;
 use crate::backend::Storage;
 use crate::device::Device;
@@ -127,10 +129,15 @@ impl Tensor {
             requested: T::DTYPE,
             actual: storage.dtype(),
         })?;
+        let n = l.checked_numel("to_vec")?;
         if l.is_contiguous() {
-            return Ok(data[l.offset..l.offset + l.numel()].to_vec());
+            return try_to_vec("to_vec", &data[l.offset..l.offset + n]);
         }
-        Ok(l.indices().into_iter().map(|i| data[i]).collect())
+        let mut out = try_vec_with_capacity("to_vec", n)?;
+        Walk::new(l).runs(0, n, |_, idx, len, stride| {
+            out.extend((0..len).map(|j| data[(idx + j as isize * stride) as usize]));
+        });
+        Ok(out)
     }
 
     /// Realizes the tensor and hands its elements (row-major, `T` = its

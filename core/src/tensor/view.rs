@@ -11,7 +11,18 @@ use crate::shape::{normalize_axis, Shape};
 impl Tensor {
     /// A view node with `layout` over this tensor's storage. A view of a
     /// realized tensor is realized at once: it shares the storage.
-    fn view_node(&self, op: ViewOp, layout: Layout) -> Tensor {
+    /// The view's element count must fit in `usize` (on wasm32 a count past
+    /// 2^32 - 1 would wrap to a small number), else [`Error::TooLarge`].
+    fn view_node(&self, op: ViewOp, layout: Layout) -> Result<Tensor> {
+        let name = match &op {
+            ViewOp::Reshape(_) => "reshape",
+            ViewOp::Permute(_) => "permute",
+            ViewOp::Narrow { .. } => "narrow",
+            ViewOp::Expand(_) => "expand",
+            ViewOp::AsStrided(_) => "as_strided",
+            ViewOp::Composed(_) => "view",
+        };
+        layout.checked_numel(name)?;
         let state = match self.node.storage() {
             Some(s) => State::Ready(s),
             None => State::Lazy {
@@ -19,10 +30,10 @@ impl Tensor {
                 inputs: vec![self.node.clone()],
             },
         };
-        Tensor {
+        Ok(Tensor {
             node: Node::new(self.dtype(), layout, self.node.storage_len, state),
             device: self.device,
-        }
+        })
     }
 
     /// The same elements with a new shape; one axis may be `usize::MAX`
@@ -56,7 +67,7 @@ impl Tensor {
             return Ok(self.clone());
         }
         match self.layout().reshape_view(&dims) {
-            Some(l) => Ok(self.view_node(ViewOp::Reshape(dims), l)),
+            Some(l) => self.view_node(ViewOp::Reshape(dims), l),
             None => self.copy_contiguous()?.reshape(dims),
         }
     }
@@ -69,7 +80,7 @@ impl Tensor {
     /// Reorders axes: axis `i` of the result is axis `axes[i]` of `self`.
     pub fn permute(&self, axes: &[usize]) -> Result<Tensor> {
         let l = self.layout().permute(axes)?;
-        Ok(self.view_node(ViewOp::Permute(axes.to_vec()), l))
+        self.view_node(ViewOp::Permute(axes.to_vec()), l)
     }
 
     /// Swaps two axes (negative counts from the end).
@@ -93,7 +104,7 @@ impl Tensor {
     pub fn narrow(&self, axis: isize, start: usize, len: usize) -> Result<Tensor> {
         let l = self.layout().narrow(axis, start, len)?;
         let axis = normalize_axis("narrow", axis, self.shape())?;
-        Ok(self.view_node(ViewOp::Narrow { axis, start, len }, l))
+        self.view_node(ViewOp::Narrow { axis, start, len }, l)
     }
 
     /// Broadcasts size-1 axes (and new leading axes) to `shape` with stride 0.
@@ -103,7 +114,7 @@ impl Tensor {
             return Ok(self.clone());
         }
         let l = self.layout().expand(&shape)?;
-        Ok(self.view_node(ViewOp::Expand(shape), l))
+        self.view_node(ViewOp::Expand(shape), l)
     }
 
     /// Same as [`Tensor::expand`], NumPy's name.
@@ -114,13 +125,13 @@ impl Tensor {
     /// Removes a size-1 axis.
     pub fn squeeze(&self, axis: isize) -> Result<Tensor> {
         let l = self.layout().squeeze(axis)?;
-        Ok(self.view_node(ViewOp::Reshape(l.shape.clone()), l))
+        self.view_node(ViewOp::Reshape(l.shape.clone()), l)
     }
 
     /// Inserts a size-1 axis at `axis` (`-1` appends).
     pub fn unsqueeze(&self, axis: isize) -> Result<Tensor> {
         let l = self.layout().unsqueeze(axis)?;
-        Ok(self.view_node(ViewOp::Reshape(l.shape.clone()), l))
+        self.view_node(ViewOp::Reshape(l.shape.clone()), l)
     }
 
     /// An arbitrary strided view of this tensor's storage, as PyTorch's
@@ -128,7 +139,7 @@ impl Tensor {
     /// Every reachable element is checked to lie inside it.
     pub fn as_strided(&self, shape: &[usize], strides: &[isize], offset: usize) -> Result<Tensor> {
         let l = Layout::as_strided(shape, strides, offset, self.node.storage_len)?;
-        Ok(self.view_node(ViewOp::AsStrided(l.clone()), l))
+        self.view_node(ViewOp::AsStrided(l.clone()), l)
     }
 
     /// This tensor with dense row-major storage: itself when it already is

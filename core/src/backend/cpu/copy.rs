@@ -9,26 +9,47 @@ pub fn run_concat(c: &ConcatBody, args: &[&CpuStorage], out: &mut CpuStorage) ->
     let full = Layout::contiguous(&c.shape);
     let mut start = 0;
     for (part, src) in c.parts.iter().zip(args) {
-        let len = part.shape[c.axis];
+        let len = part.shape.get(c.axis).copied().unwrap_or(0);
         let dst = full.narrow(c.axis as isize, start, len)?;
-        copy_indices(src, &part.indices(), out, &dst.indices())?;
+        copy_view(src, part, out, &dst)?;
         start += len;
     }
     Ok(())
 }
 
-fn copy_indices(
-    src: &CpuStorage,
-    from: &[usize],
-    dst: &mut CpuStorage,
-    to: &[usize],
-) -> Result<()> {
+/// Copies the elements of view `from` of `src` to view `to` (same shape)
+/// of `dst`, walking coordinates: no index list is allocated.
+fn copy_view(src: &CpuStorage, from: &Layout, dst: &mut CpuStorage, to: &Layout) -> Result<()> {
+    let n = from.checked_numel("concat")?;
+    if n == 0 {
+        return Ok(());
+    }
+    let broken = |coords: &[usize]| Error::Backend {
+        op: "concat",
+        message: format!(
+            "position {coords:?} of {:?} is outside its buffer",
+            from.shape
+        ),
+    };
+    let mut coords = vec![0usize; from.rank()];
     macro_rules! arm {
         ($($v:ident),*) => {
             match (src, dst) {
                 $((CpuStorage::$v(s), CpuStorage::$v(d)) => {
-                    for (&f, &t) in from.iter().zip(to) {
+                    for _ in 0..n {
+                        let f = storage_index(from, &coords).filter(|&k| k < s.len());
+                        let t = storage_index(to, &coords).filter(|&k| k < d.len());
+                        let (Some(f), Some(t)) = (f, t) else {
+                            return Err(broken(&coords));
+                        };
                         d[t] = s[f];
+                        for ax in (0..coords.len()).rev() {
+                            coords[ax] += 1;
+                            if coords[ax] < from.shape[ax] {
+                                break;
+                            }
+                            coords[ax] = 0;
+                        }
                     }
                     Ok(())
                 })*
@@ -39,16 +60,44 @@ fn copy_indices(
     arm!(Bool, U8, I32, F16, BF16, F32, F64)
 }
 
+/// Storage index of `coords` in `l`, in i64 (on wasm32 a coordinate past
+/// 2^31 does not fit in `isize`), or `None` when it is not a valid index.
+fn storage_index(l: &Layout, coords: &[usize]) -> Option<usize> {
+    let mut idx = i64::try_from(l.offset).ok()?;
+    for (&c, &s) in coords.iter().zip(&l.strides) {
+        if s != 0 {
+            idx = idx.checked_add(i64::try_from(c).ok()?.checked_mul(s as i64)?)?;
+        }
+    }
+    usize::try_from(idx).ok()
+}
+
 pub fn run_index(ix: &IndexBody, args: &[&CpuStorage], out: &mut CpuStorage) -> Result<()> {
     let op = if ix.gather { "gather" } else { "index_select" };
-    let size = ix.src.shape[ix.axis];
-    let out_l = Layout::contiguous(&ix.shape);
-    let idx_store = args[1];
-    let n = out_l.numel();
-    let check = |raw: i64| -> Result<i64> {
+    let broken = |message: String| Error::Backend { op, message };
+    let (Some(&src), Some(&idx_store)) = (args.first(), args.get(1)) else {
+        return Err(broken(format!("expected 2 arguments, got {}", args.len())));
+    };
+    let size = ix.src.shape.get(ix.axis).copied().unwrap_or(0);
+    let n = Layout::contiguous(&ix.shape).checked_numel(op)?;
+    if out.len() != n || ix.axis >= ix.shape.len() {
+        return Err(broken(format!(
+            "output of {} elements for shape {:?} on axis {}",
+            out.len(),
+            ix.shape,
+            ix.axis
+        )));
+    }
+    // Sizes past i64::MAX cannot occur; saturating keeps the check total.
+    let size_i = i64::try_from(size).unwrap_or(i64::MAX);
+    let check = |raw: i64| -> Result<usize> {
         // Negative indices count from the end, as in PyTorch.
-        let i = if raw < 0 { raw + size as i64 } else { raw };
-        if i < 0 || i >= size as i64 {
+        let i = if raw < 0 {
+            raw.saturating_add(size_i)
+        } else {
+            raw
+        };
+        if i < 0 || i >= size_i {
             return Err(Error::IndexOutOfRange {
                 op,
                 index: raw,
@@ -56,39 +105,63 @@ pub fn run_index(ix: &IndexBody, args: &[&CpuStorage], out: &mut CpuStorage) -> 
                 size,
             });
         }
-        Ok(i)
+        // 0 <= i < size, a usize.
+        Ok(i as usize)
+    };
+    let index_at = |coords: &[usize]| -> Result<i64> {
+        let at = storage_index(&ix.idx, coords)
+            .filter(|&k| k < idx_store.len())
+            .ok_or_else(|| {
+                broken(format!(
+                    "index position {coords:?} is outside the index buffer"
+                ))
+            })?;
+        Ok(idx_store.get_f64(at) as i64)
     };
     if !ix.gather {
         // Every index is checked, also when the result is empty because
         // another axis has size 0 (as the reference path and PyTorch do).
         for j in 0..ix.idx.shape.first().copied().unwrap_or(0) {
-            check(idx_store.get_f64(ix.idx.index_of(&[j])) as i64)?;
+            check(index_at(&[j])?)?;
         }
     }
-    let mut from = Vec::with_capacity(n);
+    if n == 0 {
+        return Ok(());
+    }
     let mut coords = vec![0usize; ix.shape.len()];
-    for _ in 0..n {
-        let raw = if ix.gather {
-            idx_store.get_f64(ix.idx.index_of(&coords))
-        } else {
-            idx_store.get_f64(ix.idx.index_of(&[coords[ix.axis]]))
-        } as i64;
-        let i = check(raw)?;
-        let mut src_coords = coords.clone();
-        src_coords[ix.axis] = i as usize;
-        from.push(ix.src.index_of(&src_coords));
-        for ax in (0..coords.len()).rev() {
-            coords[ax] += 1;
-            if coords[ax] < ix.shape[ax] {
-                break;
+    let mut src_coords = vec![0usize; ix.shape.len()];
+    macro_rules! arm {
+        ($($v:ident),*) => {
+            match (src, out) {
+                $((CpuStorage::$v(s), CpuStorage::$v(d)) => {
+                    for slot in d.iter_mut() {
+                        let raw = if ix.gather {
+                            index_at(&coords)?
+                        } else {
+                            index_at(&coords[ix.axis..=ix.axis])?
+                        };
+                        src_coords.copy_from_slice(&coords);
+                        src_coords[ix.axis] = check(raw)?;
+                        let from = storage_index(&ix.src, &src_coords)
+                            .and_then(|k| s.get(k))
+                            .ok_or_else(|| broken(format!(
+                                "source position {src_coords:?} is outside its buffer of {} elements",
+                                s.len()
+                            )))?;
+                        *slot = *from;
+                        for ax in (0..coords.len()).rev() {
+                            coords[ax] += 1;
+                            if coords[ax] < ix.shape[ax] {
+                                break;
+                            }
+                            coords[ax] = 0;
+                        }
+                    }
+                    Ok(())
+                })*
+                (s, d) => Err(Error::DTypeMismatch { op, lhs: s.dtype(), rhs: d.dtype() }),
             }
-            coords[ax] = 0;
-        }
+        };
     }
-    let to: Vec<usize> = (0..n).collect();
-    copy_indices(args[0], &from, out, &to).map_err(|_| Error::DTypeMismatch {
-        op,
-        lhs: args[0].dtype(),
-        rhs: out.dtype(),
-    })
+    arm!(Bool, U8, I32, F16, BF16, F32, F64)
 }

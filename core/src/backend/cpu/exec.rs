@@ -31,10 +31,14 @@ pub fn execute(s: &Schedule, leaves: &[Arc<Storage>]) -> Result<Vec<Arc<Storage>
             Some(st) if st.dtype() == info.dtype && st.len() == step.kernel.out_numel() => st,
             Some(st) if st.dtype() == info.dtype => {
                 let mut st = st;
-                resize(&mut st, step.kernel.out_numel());
+                st.try_resize(step.kernel.kind(), step.kernel.out_numel())?;
                 st
             }
-            _ => pool::take(step.kernel.out_dtype, step.kernel.out_numel()),
+            _ => pool::take(
+                step.kernel.kind(),
+                step.kernel.out_dtype,
+                step.kernel.out_numel(),
+            )?,
         };
         {
             let args: Vec<&CpuStorage> = step
@@ -80,8 +84,4 @@ pub fn execute(s: &Schedule, leaves: &[Arc<Storage>]) -> Result<Vec<Arc<Storage>
                 pool::give(st);
             }
         })
-}
-
-fn resize(s: &mut CpuStorage, len: usize) {
-    crate::with_storage!(s, |v| v.resize(len, Default::default()));
 }

@@ -9,6 +9,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
+use crate::error::Result;
 
 /// Bytes the pool keeps at most; past that, returned buffers are freed.
 const MAX_POOLED_BYTES: usize = 512 << 20;
@@ -40,9 +41,10 @@ fn bytes_of(s: &CpuStorage) -> usize {
 }
 
 /// A buffer of `dtype` and `len` whose contents are unspecified: the caller
-/// must overwrite every element.
-pub fn take(dtype: DType, len: usize) -> CpuStorage {
-    if len * dtype.size_in_bytes() >= MIN_POOLED_BYTES {
+/// must overwrite every element. [`Error::OutOfMemory`](crate::Error)
+/// (naming `op`) when no pooled buffer fits and the allocator refuses.
+pub fn take(op: &'static str, dtype: DType, len: usize) -> Result<CpuStorage> {
+    if len.saturating_mul(dtype.size_in_bytes()) >= MIN_POOLED_BYTES {
         let mut p = pool().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = p
             .bufs
@@ -51,10 +53,10 @@ pub fn take(dtype: DType, len: usize) -> CpuStorage {
         {
             let b = p.bufs.swap_remove(i);
             p.bytes -= bytes_of(&b);
-            return b;
+            return Ok(b);
         }
     }
-    CpuStorage::zeros(dtype, len)
+    CpuStorage::try_zeros(op, dtype, len)
 }
 
 /// Offers a buffer nobody uses any more to the pool.

@@ -4,6 +4,7 @@
 use half::{bf16, f16};
 
 use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
 
 /// A host buffer of one dtype.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,14 +35,91 @@ macro_rules! with_storage {
     };
 }
 
+/// The error for a host allocation of `len` elements of `dtype` that the
+/// allocator refused (or whose byte count does not fit in `usize`).
+pub fn host_oom(op: &'static str, dtype: DType, len: usize) -> Error {
+    Error::OutOfMemory {
+        op,
+        device: "cpu".into(),
+        bytes: (len as u64).saturating_mul(dtype.size_in_bytes() as u64),
+        why: format!("the host allocator refused a buffer of {len} {dtype} elements"),
+    }
+}
+
+/// An empty vector with room for exactly `len` elements, or
+/// [`Error::OutOfMemory`] when the allocator refuses: never an abort (on
+/// wasm32 an infallible allocation past 4 GiB traps the whole instance).
+pub fn try_vec_with_capacity<T: Element>(op: &'static str, len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| host_oom(op, T::DTYPE, len))?;
+    Ok(v)
+}
+
+/// A copy of `data` in a fallibly allocated vector.
+pub fn try_to_vec<T: Element>(op: &'static str, data: &[T]) -> Result<Vec<T>> {
+    let mut v = try_vec_with_capacity(op, data.len())?;
+    v.extend_from_slice(data);
+    Ok(v)
+}
+
+/// The items of `it` (exactly `len` of them) collected into a fallibly
+/// allocated vector.
+pub fn try_collect<T: Element>(
+    op: &'static str,
+    len: usize,
+    it: impl IntoIterator<Item = T>,
+) -> Result<Vec<T>> {
+    let mut v = try_vec_with_capacity(op, len)?;
+    v.extend(it.into_iter().take(len));
+    Ok(v)
+}
+
+fn try_zeroed<T: Element + bytemuck::Zeroable>(op: &'static str, len: usize) -> Result<Vec<T>> {
+    // calloc-backed: large buffers come as untouched zero pages, as `vec![0; n]`.
+    bytemuck::allocation::try_zeroed_vec(len).map_err(|()| host_oom(op, T::DTYPE, len))
+}
+
 impl CpuStorage {
     /// Zero-filled storage. Large buffers are advised to use transparent
     /// huge pages: a fresh 64 MiB output otherwise spends more time in 16k
-    /// page faults than the kernel spends computing it.
+    /// page faults than the kernel spends computing it. Aborts when the
+    /// allocator refuses; [`CpuStorage::try_zeros`] returns an error instead.
     pub fn zeros(dtype: DType, len: usize) -> Self {
         let mut s = CpuStorage::zeros_plain(dtype, len);
         s.advise_huge_pages();
         s
+    }
+
+    /// [`CpuStorage::zeros`], or [`Error::OutOfMemory`] (naming `op`) when
+    /// the allocator refuses. Every buffer the CPU backend allocates for a
+    /// kernel or a tensor goes through here.
+    pub fn try_zeros(op: &'static str, dtype: DType, len: usize) -> Result<Self> {
+        let mut s = match dtype {
+            DType::Bool => CpuStorage::Bool(try_zeroed(op, len)?),
+            DType::U8 => CpuStorage::U8(try_zeroed(op, len)?),
+            DType::I32 => CpuStorage::I32(try_zeroed(op, len)?),
+            DType::F16 => CpuStorage::F16(try_zeroed(op, len)?),
+            DType::BF16 => CpuStorage::BF16(try_zeroed(op, len)?),
+            DType::F32 => CpuStorage::F32(try_zeroed(op, len)?),
+            DType::F64 => CpuStorage::F64(try_zeroed(op, len)?),
+        };
+        s.advise_huge_pages();
+        Ok(s)
+    }
+
+    /// Grows or shrinks to `len` elements (new ones zero), or
+    /// [`Error::OutOfMemory`] when growing is refused.
+    pub fn try_resize(&mut self, op: &'static str, len: usize) -> Result<()> {
+        let dtype = self.dtype();
+        crate::with_storage!(self, |v| {
+            if len > v.len() {
+                v.try_reserve_exact(len - v.len())
+                    .map_err(|_| host_oom(op, dtype, len))?;
+            }
+            v.resize(len, Default::default());
+        });
+        Ok(())
     }
 
     fn advise_huge_pages(&mut self) {
@@ -133,5 +211,14 @@ impl CpuStorage {
         with_storage!(self, |v| Element::into_storage(
             indices.iter().map(|&i| v[i]).collect()
         ))
+    }
+
+    /// [`CpuStorage::gather`] into a fallibly allocated buffer.
+    pub fn try_gather(&self, op: &'static str, indices: &[usize]) -> Result<CpuStorage> {
+        Ok(with_storage!(self, |v| Element::into_storage(try_collect(
+            op,
+            indices.len(),
+            indices.iter().map(|&i| v[i])
+        )?)))
     }
 }
