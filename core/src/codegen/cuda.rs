@@ -20,6 +20,8 @@ pub(crate) struct Cuda {
 
 /// Most blocks an elementwise launch uses; threads stride beyond it.
 const MAX_BLOCKS: u64 = 1 << 20;
+/// Elements each thread of an elementwise kernel computes per step.
+const MAP_UNROLL: u64 = 4;
 /// Most blocks a row reduction uses; blocks stride over further rows.
 const MAX_ROW_BLOCKS: u64 = 1 << 24;
 
@@ -369,15 +371,35 @@ impl Lang for Cuda {
         )
     }
 
+    /// Each thread computes [`MAP_UNROLL`] elements a block width apart
+    /// (every load stays coalesced), all loads before any store: with one
+    /// element per thread a kernel that reads one or two inputs has too few
+    /// bytes in flight to keep HBM busy.
     fn elementwise_entry(&self, name: &str, numel: usize) -> (String, [u32; 3], [u32; 3]) {
-        let blocks = (numel as u64).div_ceil(MAP_WG as u64).min(MAX_BLOCKS);
-        let value = self.call("fg_value", &["e".into()], true);
-        let s = format!(
-            "extern \"C\" __global__ void __launch_bounds__({MAP_WG}) {name}({}) {{\n    for (fg_idx e = (fg_idx)blockIdx.x * {MAP_WG} + threadIdx.x; e < {}; e += (fg_idx)gridDim.x * {MAP_WG}) {{\n        fg_out[e] = {};\n    }}\n}}\n",
+        let chunk = MAP_WG as u64 * MAP_UNROLL;
+        let blocks = (numel as u64).div_ceil(chunk).min(MAX_BLOCKS);
+        let value = |e: &str| self.call("fg_value", &[e.to_string()], true);
+        let n = self.lit_ix(numel as i64);
+        let mut s = format!(
+            "extern \"C\" __global__ void __launch_bounds__({MAP_WG}) {name}({}) {{\n    for (fg_idx b = (fg_idx)blockIdx.x * {chunk} + threadIdx.x; b < {n}; b += (fg_idx)gridDim.x * {chunk}) {{\n        if ({n} - b > {}) {{\n",
             self.params(),
-            self.lit_ix(numel as i64),
-            Self::store(self.out, &value)
+            (MAP_UNROLL - 1) * MAP_WG as u64,
         );
+        for u in 0..MAP_UNROLL {
+            let e = format!("b + {}", u * MAP_WG as u64);
+            s.push_str(&format!("            const auto v{u} = {};\n", value(&e)));
+        }
+        for u in 0..MAP_UNROLL {
+            s.push_str(&format!(
+                "            fg_out[b + {}] = {};\n",
+                u * MAP_WG as u64,
+                Self::store(self.out, &format!("v{u}"))
+            ));
+        }
+        s.push_str(&format!(
+            "        }} else {{\n            for (fg_idx e = b; e < {n}; e += {MAP_WG}) {{\n                fg_out[e] = {};\n            }}\n        }}\n    }}\n}}\n",
+            Self::store(self.out, &value("e"))
+        ));
         (s, [MAP_WG, 1, 1], [blocks as u32, 1, 1])
     }
 
