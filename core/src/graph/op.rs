@@ -291,6 +291,20 @@ pub enum ViewOp {
     Composed(Layout),
 }
 
+impl ViewOp {
+    /// The op's name in errors and graph dumps.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ViewOp::Reshape(_) => "reshape",
+            ViewOp::Permute(_) => "permute",
+            ViewOp::Narrow { .. } => "narrow",
+            ViewOp::Expand(_) => "expand",
+            ViewOp::AsStrided(_) => "as_strided",
+            ViewOp::Composed(_) => "view",
+        }
+    }
+}
+
 /// What a graph node computes. Inputs are the node's `inputs`, in order.
 #[derive(Debug, Clone, PartialEq, Hash)]
 pub enum Op {
@@ -342,14 +356,7 @@ impl Op {
             Op::Arange { .. } => "arange",
             Op::Rand { normal: false, .. } => "rand",
             Op::Rand { normal: true, .. } => "randn",
-            Op::View(v) => match v {
-                ViewOp::Reshape(_) => "reshape",
-                ViewOp::Permute(_) => "permute",
-                ViewOp::Narrow { .. } => "narrow",
-                ViewOp::Expand(_) => "expand",
-                ViewOp::AsStrided(_) => "as_strided",
-                ViewOp::Composed(_) => "view",
-            },
+            Op::View(v) => v.name(),
             Op::Contiguous => "contiguous",
             Op::Unary(u) => u.name(),
             Op::Binary(b) => b.name(),

@@ -14,15 +14,7 @@ impl Tensor {
     /// The view's element count must fit in `usize` (on wasm32 a count past
     /// 2^32 - 1 would wrap to a small number), else [`Error::TooLarge`].
     fn view_node(&self, op: ViewOp, layout: Layout) -> Result<Tensor> {
-        let name = match &op {
-            ViewOp::Reshape(_) => "reshape",
-            ViewOp::Permute(_) => "permute",
-            ViewOp::Narrow { .. } => "narrow",
-            ViewOp::Expand(_) => "expand",
-            ViewOp::AsStrided(_) => "as_strided",
-            ViewOp::Composed(_) => "view",
-        };
-        layout.checked_numel(name)?;
+        layout.checked_numel(op.name())?;
         let state = match self.node.storage() {
             Some(s) => State::Ready(s),
             None => State::Lazy {

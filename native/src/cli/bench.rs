@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 
 use super::bench_decomp;
 use super::measure::{
-    check, check_scaled, checksum, cost, input, machine, memcpy_gbps, roofline_fraction, stats_of,
-    time, Check, Stats,
+    check, check_scaled, checksum, cost, full_reductions, input, machine, memcpy_gbps,
+    roofline_fraction, stats_of, time, Check, Stats,
 };
 use super::progress::Progress;
 
@@ -174,26 +174,11 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
     }
 
     let x = input(&[1024, 1024], 6)?;
-    let abs_sum: f64 = x.to_vec_f64()?.iter().map(|v| v.abs()).sum();
-    for name in ["sum_1024x1024", "mean_1024x1024", "max_1024x1024"] {
+    for (op, f, scale) in full_reductions(&x)? {
         let (x, x2) = (x.clone(), x.clone());
-        let f = move |t: &Tensor| match name {
-            "sum_1024x1024" => t.sum(&[], false),
-            "mean_1024x1024" => t.mean(&[], false),
-            _ => t.max(&[], false),
-        };
-        // Sums of mixed-sign data cancel: measure the error against the sum of magnitudes.
-        let scale = match name {
-            "sum_1024x1024" => Some(abs_sum),
-            "mean_1024x1024" => Some(abs_sum / (1024.0 * 1024.0)),
-            _ => None,
-        };
         v.push(Case {
-            name,
-            what: format!(
-                "{} of all elements of 1024x1024 f32",
-                &name[..name.find('_').unwrap_or(name.len())]
-            ),
+            name: leak(format!("{op}_1024x1024")),
+            what: format!("{op} of all elements of 1024x1024 f32"),
             reps: r(100),
             build: Box::new(move || f(&x)),
             verify: Box::new(move |out| check_scaled(out, &f(&x2)?, scale, 1e-5)),

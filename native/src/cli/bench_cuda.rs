@@ -17,7 +17,7 @@ use fusegraph_core::runtime::{limits_for, realize_with};
 use fusegraph_core::{synchronize, DType, Device, Error, Result, Tensor};
 use serde_json::{json, Value};
 
-use super::measure::{check, check_scaled, input, stats_of, time, Check};
+use super::measure::{check, check_scaled, full_reductions, input, stats_of, time, Check};
 use super::progress::Progress;
 use super::{bench_crossover, bench_decomp, bench_streams};
 
@@ -273,20 +273,8 @@ fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {
         });
     }
     let x = on(dev, &[1024, 1024], 6, DType::F32)?;
-    let abs_sum: f64 = x.to_vec_f64()?.iter().map(|v| v.abs()).sum();
-    for op in ["sum", "mean", "max"] {
+    for (op, f, scale) in full_reductions(&x)? {
         let (x1, x2) = (x.clone(), x.clone());
-        let f = move |t: &Tensor| match op {
-            "sum" => t.sum(&[], false),
-            "mean" => t.mean(&[], false),
-            _ => t.max(&[], false),
-        };
-        // Sums of mixed-sign data cancel: the error is measured against the sum of magnitudes.
-        let scale = match op {
-            "sum" => Some(abs_sum),
-            "mean" => Some(abs_sum / (1024.0 * 1024.0)),
-            _ => None,
-        };
         v.push(Case {
             name: format!("{op}_1024x1024_f32"),
             what: format!("{op} of all elements of 1024x1024 f32"),

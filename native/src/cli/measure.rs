@@ -258,3 +258,19 @@ pub fn roofline_fraction(
     let memory = bytes as f64 / (mem_gbps * 1e9);
     compute.max(memory) / seconds
 }
+
+/// A reduction of every element, as the benchmark tables run it.
+pub type FullReduction = fn(&Tensor) -> Result<Tensor>;
+
+/// Sum, mean and max of all elements of `x`, each with the scale its error
+/// is measured against: sums of mixed-sign data cancel, so theirs is the
+/// sum (or mean) of magnitudes; `None` is the result's own magnitude.
+pub fn full_reductions(x: &Tensor) -> Result<Vec<(&'static str, FullReduction, Option<f64>)>> {
+    let abs_sum: f64 = x.to_vec_f64()?.iter().map(|v| v.abs()).sum();
+    let n = x.numel() as f64;
+    Ok(vec![
+        ("sum", |t| t.sum(&[], false), Some(abs_sum)),
+        ("mean", |t| t.mean(&[], false), Some(abs_sum / n)),
+        ("max", |t| t.max(&[], false), None),
+    ])
+}

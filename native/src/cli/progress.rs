@@ -36,7 +36,8 @@ impl Progress {
     }
 
     /// Runs a step that prints its own lines (with `eprintln!`), with the
-    /// bar out of the way, then counts it done.
+    /// bar out of the way, then counts it done (the CUDA suite's tables).
+    #[cfg(feature = "cuda")]
     pub fn around<T>(&self, step: impl FnOnce() -> T) -> T {
         let out = self.bar.suspend(step);
         self.done();
