@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::bench_decomp;
 use super::measure::{
-    check, check_scaled, checksum, cost, full_reductions, input, machine, memcpy_gbps,
+    chain10, check, check_scaled, checksum, cost, full_reductions, input, machine, memcpy_gbps,
     roofline_fraction, stats_of, time, Check, Stats,
 };
 use super::progress::Progress;
@@ -120,10 +120,10 @@ fn cases(quick: bool) -> Result<Vec<Case>> {
             reps: r(30),
             checksum_scale: None,
             unfused,
-            build: Box::new(move || chain(&s)),
+            build: Box::new(move || chain10(&s)),
             verify: Box::new(move |out| {
                 let k = 1 << 16;
-                check(&out.narrow(0, 0, k)?, &chain(&s2.narrow(0, 0, k)?)?, TOL)
+                check(&out.narrow(0, 0, k)?, &chain10(&s2.narrow(0, 0, k)?)?, TOL)
             }),
         });
     }
@@ -323,19 +323,6 @@ fn assert_no_copy(t: &Tensor) -> Result<Value> {
     }
 }
 
-/// A 10-op elementwise chain on a tiny tensor (the per-call overhead case).
-fn chain(s: &Tensor) -> Result<Tensor> {
-    let mut y = s.clone();
-    for i in 0..10 {
-        y = if i % 2 == 0 {
-            y.mul_scalar(1.01)?
-        } else {
-            y.add(s)?
-        };
-    }
-    Ok(y)
-}
-
 fn stats_json(s: &Stats) -> Value {
     json!({ "warmup": s.warmup, "reps": s.reps, "median_s": s.median_s, "p10_s": s.p10_s, "p90_s": s.p90_s, "min_s": s.min_s })
 }
@@ -351,7 +338,7 @@ fn overhead_cases(quick: bool, warmup: usize) -> Result<Vec<Value>> {
     let (mut tb, mut tc, mut tr, mut tt) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut kernels = 0;
     for i in 0..warmup + reps {
-        let y = chain(&s)?;
+        let y = chain10(&s)?;
         let t0 = Instant::now();
         let built = build_graph(std::slice::from_ref(y.node()));
         let t1 = Instant::now();
@@ -387,12 +374,12 @@ fn overhead_cases(quick: bool, warmup: usize) -> Result<Vec<Value>> {
 
     // Second run of the same graph shape: a cache hit. Overhead = realize - kernel time.
     let (h0, m0) = cache_stats();
-    let e2e = time(warmup, reps, || chain(&s)?.realize().map(|_| ()))?;
+    let e2e = time(warmup, reps, || chain10(&s)?.realize().map(|_| ()))?;
     // Realize alone: the chain is built outside the timed region, so this is
     // walk + cache check + execution + recording the result.
     let mut realize_only = Vec::with_capacity(reps);
     for i in 0..warmup + reps {
-        let y = chain(&s)?;
+        let y = chain10(&s)?;
         let t = std::time::Instant::now();
         y.realize()?;
         if i >= warmup {
@@ -401,18 +388,18 @@ fn overhead_cases(quick: bool, warmup: usize) -> Result<Vec<Value>> {
     }
     let realize_only = stats_of(warmup, realize_only);
     let lookup = time(warmup, reps, || {
-        compiled_for(&[chain(&s)?], &limits).map(|_| ())
+        compiled_for(&[chain10(&s)?], &limits).map(|_| ())
     })?;
     let (h1, m1) = cache_stats();
-    let y = chain(&s)?;
+    let y = chain10(&s)?;
     let built = build_graph(std::slice::from_ref(y.node()));
     let compiled = compiled_for(std::slice::from_ref(&y), &limits)?;
     let kernel = time(warmup, reps, || {
         execute(&compiled.schedule, &built.leaf_storage).map(|_| ())
     })?;
-    let out = chain(&s)?;
+    let out = chain10(&s)?;
     out.realize()?;
-    let chk = check(&out, &chain(&s)?, TOL)?;
+    let chk = check(&out, &chain10(&s)?, TOL)?;
     let cs = checksum(&out)?;
     let cached = json!({
         "name": "cached_10op_chain",

@@ -17,7 +17,7 @@ use fusegraph_core::runtime::{limits_for, realize_with};
 use fusegraph_core::{synchronize, DType, Device, Error, Result, Tensor};
 use serde_json::{json, Value};
 
-use super::measure::{check, check_scaled, full_reductions, input, stats_of, time, Check};
+use super::measure::{chain10, check, check_scaled, full_reductions, input, stats_of, time, Check};
 use super::progress::Progress;
 use super::{bench_crossover, bench_decomp, bench_streams};
 
@@ -81,19 +81,6 @@ fn matmul_case(dev: &Device, n: usize, dtype: DType, p: Precision, reps: usize) 
             )
         }),
     })
-}
-
-/// The CPU suite's 10-op elementwise chain (`x * 1.01 + s`, five times).
-fn chain10(s: &Tensor) -> Result<Tensor> {
-    let mut y = s.clone();
-    for i in 0..10 {
-        y = if i % 2 == 0 {
-            y.mul_scalar(1.01)?
-        } else {
-            y.add(s)?
-        };
-    }
-    Ok(y)
 }
 
 fn cases(dev: &Device, quick: bool) -> Result<Vec<Case>> {

@@ -274,3 +274,17 @@ pub fn full_reductions(x: &Tensor) -> Result<Vec<(&'static str, FullReduction, O
         ("max", |t| t.max(&[], false), None),
     ])
 }
+
+/// The 10-op elementwise chain of the suites (`y * 1.01 + s`, five times):
+/// on a tiny tensor it prices per-call overhead, on a large one fusion.
+pub fn chain10(s: &Tensor) -> Result<Tensor> {
+    let mut y = s.clone();
+    for i in 0..10 {
+        y = if i % 2 == 0 {
+            y.mul_scalar(1.01)?
+        } else {
+            y.add(s)?
+        };
+    }
+    Ok(y)
+}
