@@ -90,6 +90,12 @@ fn png_and_webp_round_trip_exactly_jpeg_closely() {
             .shape(),
         &[400, 600, 1]
     );
+    // WebP has no grey mode: grey comes back as RGB with three equal
+    // channels, pixel for pixel (found by the image fuzz target).
+    let back = decode(&image::encode(&grey, Format::WebP, 80).unwrap()).unwrap();
+    assert_eq!(back.shape(), &[400, 600, 3]);
+    let want: Vec<u8> = pixels(&grey).iter().flat_map(|&g| [g, g, g]).collect();
+    assert!(pixels(&back) == want, "grey WebP round trip");
     assert!(image::encode(&t, Format::Jpeg, 0).is_err());
 }
 

@@ -168,7 +168,8 @@ pub fn check_limits(info: &ImageInfo, limits: &DecodeLimits) -> Result<()> {
 
 /// Decodes to a `u8` tensor `[H, W, C]` on `device`: C = 1 for grey, 3 for
 /// RGB, 4 when the file has alpha (grey + alpha becomes RGBA). 16-bit and
-/// float images are converted to 8 bits.
+/// float images are converted to 8 bits. WebP has no grey mode: a grey
+/// image written as WebP comes back as RGB with three equal channels.
 pub fn decode(bytes: &[u8], limits: &DecodeLimits, device: &Device) -> Result<Tensor> {
     let info = probe(bytes)?;
     check_limits(&info, limits)?;
