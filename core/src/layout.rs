@@ -3,7 +3,7 @@
 //! function from one layout to another; none of them touches data.
 
 use crate::error::{Error, Result};
-use crate::shape::{contiguous_strides, normalize_axis};
+use crate::shape::{contiguous_strides, next_coords, normalize_axis};
 
 /// Shape + strides (in elements, may be 0 for broadcast or negative for
 /// reversed views) + offset of the first element in the storage.
@@ -32,31 +32,27 @@ impl Layout {
     /// (a shape whose count overflows is refused by
     /// [`Layout::checked_numel`] wherever a tensor is made).
     pub fn numel(&self) -> usize {
-        self.shape
-            .iter()
-            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-            .unwrap_or_else(|| {
-                if self.shape.contains(&0) {
-                    0
-                } else {
-                    usize::MAX
-                }
-            })
+        self.count().unwrap_or(usize::MAX)
     }
 
     /// Number of elements, or [`Error::TooLarge`] naming `op` and the shape
     /// when the count does not fit in `usize` (on wasm32, past 2^32 - 1).
     pub fn checked_numel(&self, op: &'static str) -> Result<usize> {
+        self.count().ok_or_else(|| Error::TooLarge {
+            op,
+            shape: self.shape.clone(),
+        })
+    }
+
+    /// The element count, `None` when it overflows `usize` (a zero-sized
+    /// axis makes it 0 whatever the others are).
+    fn count(&self) -> Option<usize> {
         if self.shape.contains(&0) {
-            return Ok(0);
+            return Some(0);
         }
         self.shape
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| Error::TooLarge {
-                op,
-                shape: self.shape.clone(),
-            })
     }
 
     /// True when the elements are dense, row-major, with no gaps (offset may be
@@ -350,13 +346,7 @@ impl Layout {
         let mut coords = vec![0usize; self.rank()];
         for _ in 0..n {
             out.push(self.index_of(&coords));
-            for ax in (0..self.rank()).rev() {
-                coords[ax] += 1;
-                if coords[ax] < self.shape[ax] {
-                    break;
-                }
-                coords[ax] = 0;
-            }
+            next_coords(&mut coords, &self.shape);
         }
         out
     }

@@ -75,6 +75,18 @@ impl From<()> for Shape {
     }
 }
 
+/// Steps `coords` to the next position of `dims` in row-major order (the
+/// last axis fastest), wrapping to all zeros after the last position.
+pub fn next_coords(coords: &mut [usize], dims: &[usize]) {
+    for ax in (0..coords.len()).rev() {
+        coords[ax] += 1;
+        if coords[ax] < dims[ax] {
+            return;
+        }
+        coords[ax] = 0;
+    }
+}
+
 /// Row-major strides of `dims`, in elements.
 pub fn contiguous_strides(dims: &[usize]) -> Vec<isize> {
     let mut strides = vec![0isize; dims.len()];

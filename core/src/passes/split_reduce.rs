@@ -77,7 +77,7 @@ fn plan_split(g: &Graph, i: usize) -> Option<Plan> {
     if rows == 0 || rows >= MANY_ROWS || row_len < LONG_ROW {
         return None;
     }
-    let most = (TARGET_GROUPS / rows.max(1)).min(row_len / MIN_CHUNK);
+    let most = (TARGET_GROUPS / rows).min(row_len / MIN_CHUNK);
     let chunks = (MIN_CHUNKS..=most).rev().find(|c| row_len % c == 0)?;
     let chunk_len = row_len / chunks;
     let kept = shape[..first].to_vec();

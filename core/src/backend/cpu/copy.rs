@@ -4,6 +4,7 @@ use crate::backend::cpu::CpuStorage;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::schedule::kernel::{ConcatBody, IndexBody};
+use crate::shape::next_coords;
 
 pub fn run_concat(c: &ConcatBody, args: &[&CpuStorage], out: &mut CpuStorage) -> Result<()> {
     let full = Layout::contiguous(&c.shape);
@@ -43,13 +44,7 @@ fn copy_view(src: &CpuStorage, from: &Layout, dst: &mut CpuStorage, to: &Layout)
                             return Err(broken(&coords));
                         };
                         d[t] = s[f];
-                        for ax in (0..coords.len()).rev() {
-                            coords[ax] += 1;
-                            if coords[ax] < from.shape[ax] {
-                                break;
-                            }
-                            coords[ax] = 0;
-                        }
+                        next_coords(&mut coords, &from.shape);
                     }
                     Ok(())
                 })*
@@ -149,13 +144,7 @@ pub fn run_index(ix: &IndexBody, args: &[&CpuStorage], out: &mut CpuStorage) -> 
                                 s.len()
                             )))?;
                         *slot = *from;
-                        for ax in (0..coords.len()).rev() {
-                            coords[ax] += 1;
-                            if coords[ax] < ix.shape[ax] {
-                                break;
-                            }
-                            coords[ax] = 0;
-                        }
+                        next_coords(&mut coords, &ix.shape);
                     }
                     Ok(())
                 })*

@@ -13,6 +13,7 @@ use crate::backend::cpu::CpuStorage;
 use crate::dtype::{DType, Element};
 use crate::layout::Layout;
 use crate::schedule::kernel::{ExprNode, MatmulBody};
+use crate::shape::next_coords;
 
 /// Storage offsets of every batch matrix of `l` (shape `[batch.., r, c]`).
 fn batch_offsets(l: &Layout, batch: &[usize]) -> Vec<isize> {
@@ -25,13 +26,7 @@ fn batch_offsets(l: &Layout, batch: &[usize]) -> Vec<isize> {
             o += c as isize * l.strides[i];
         }
         offs.push(o);
-        for ax in (0..batch.len()).rev() {
-            coords[ax] += 1;
-            if coords[ax] < batch[ax] {
-                break;
-            }
-            coords[ax] = 0;
-        }
+        next_coords(&mut coords, batch);
     }
     offs
 }
