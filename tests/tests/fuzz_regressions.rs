@@ -254,3 +254,15 @@ fn arange_past_f32_range_is_an_error_for_f32_not_nan() {
     let near = Tensor::arange(0.0, 3e38, 1e38, DType::F32, &DEV).unwrap();
     assert!(near.to_vec::<f32>().unwrap().iter().all(|v| v.is_finite()));
 }
+
+// npm fuzzer (seed 1517039728): `zeros([4,4,5], i32).asStrided([1,1], [1,-1], 26)`
+// then `expand([1,3,1])` read index 26 of a one-element buffer and panicked
+// (a trap in wasm).
+#[test]
+fn as_strided_view_of_a_constant_reads_the_constant() {
+    let base = Tensor::zeros([4, 4, 5], DType::I32, &DEV).unwrap();
+    let v = base.as_strided(&[1, 1], &[1, -1], 26).unwrap();
+    let e = v.expand([1, 3, 1]).unwrap();
+    assert_eq!(same_as_reference(&e), vec![0.0; 3]);
+    assert_eq!(v.to_vec::<i32>().unwrap(), vec![0]);
+}

@@ -38,7 +38,14 @@ pub fn fold_constants(g: &mut Graph) -> bool {
                         GOp::Op(Op::IndexSelect { .. } | Op::Gather { .. })
                     )
                 });
-            if let Some(s) = constant(g, i).filter(|_| !g.is_output(i) && !indexed) {
+            // A view read by another view stays too: the later view's layout
+            // indexes the root's buffer, not this view's (it folds itself,
+            // unless it is an output).
+            let viewed = g
+                .users(i)
+                .iter()
+                .any(|&u| matches!(g.nodes[u].op, GOp::Op(Op::View(_))));
+            if let Some(s) = constant(g, i).filter(|_| !g.is_output(i) && !indexed && !viewed) {
                 // A view of a constant is a constant of the view's shape.
                 let n = &mut g.nodes[i];
                 n.op = GOp::Op(Op::Full(s));
