@@ -12,7 +12,10 @@ impl Tensor {
         let axis = normalize_axis("softmax", axis, x.shape())? as isize;
         let m = x.max(&[axis], true)?;
         let e = x.sub(&m)?.exp()?;
-        e.div(&e.sum(&[axis], true)?)
+        // Times the row's reciprocal, as PyTorch's CPU kernel does: one
+        // division per row instead of one per element (at most 1 ulp apart).
+        let one = Tensor::full(1.0, (), e.dtype(), e.device())?;
+        e.mul(&one.div(&e.sum(&[axis], true)?)?)
     }
 
     /// `x - max - log(sum(exp(x - max)))` along `axis`.

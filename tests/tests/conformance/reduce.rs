@@ -265,3 +265,26 @@ fn long_reductions_split_into_two_kernels_under_gpu_limits() -> Result<()> {
     assert_eq!(c.schedule.steps.len(), 1);
     Ok(())
 }
+
+// Values that are the same along a row (a stage value, a constant, and ops
+// of those such as `1 / (s*s + 1)` or `exp(-max)`) are computed once per row
+// on the CPU and read as scalars; integer row values still wrap and cast.
+#[test]
+fn row_kernels_with_per_row_scalar_subexpressions() -> Result<()> {
+    let d = dev!();
+    for dtype in supported(&d, &FLOATS) {
+        let x = randn(&[7, 300], 11, dtype, &d)?;
+        let s = x.sum(&[1], true)?;
+        let m = x.max(&[1], true)?;
+        let inv = Tensor::full(1.0, (), dtype, &d)?.div(&s.mul(&s)?.add_scalar(1.0)?)?;
+        let y = x.mul(&inv)?.add(&m.neg()?.exp()?)?;
+        check_tol(&format!("row scalars {dtype}"), &y, Tol::of(dtype).ops(6).reduce(300))?;
+        // The row's argmax (i32) times 3, cast back: an integer scalar.
+        let a = x.argmax(Some(1), true)?.mul_scalar(3.0)?.cast(dtype)?;
+        check(&format!("argmax row scalar {dtype}"), &x.sub(&a)?)?;
+        // A per-row value that is the whole output of the row kernel.
+        let only = s.mul_scalar(2.0)?.add_scalar(1.0)?.expand([7, 300])?;
+        check_tol(&format!("row scalar as the output {dtype}"), &only.contiguous()?, Tol::of(dtype).ops(2).reduce(300))?;
+    }
+    Ok(())
+}

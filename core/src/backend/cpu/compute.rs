@@ -33,13 +33,20 @@ pub trait Compute:
     fn powf(self, y: Self) -> Self;
     /// e^x, vectorisable.
     fn exp_fast(self) -> Self;
+    /// `out = e^src`, one vector loop.
+    fn exp_chunk(src: &[Self], out: &mut [Self]) {
+        for (o, &x) in out.iter_mut().zip(src) {
+            *o = x.exp_fast();
+        }
+    }
     /// The storage's elements when they already have this type (no conversion needed).
     fn native(s: &crate::backend::cpu::CpuStorage) -> Option<&[Self]>;
 }
 
 macro_rules! compute_impl {
-    ($t:ty, $erf:path, $exp:path) => {
+    ($t:ty, $erf:path, $exp:path, { $($extra:item)* }) => {
         impl Compute for $t {
+            $($extra)*
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const NEG_INF: Self = <$t>::NEG_INFINITY;
@@ -108,26 +115,74 @@ macro_rules! compute_impl {
     };
 }
 
-compute_impl!(f32, libm::erff, crate::backend::cpu::fastmath::exp_f32);
-compute_impl!(f64, libm::erf, f64::exp);
+compute_impl!(f32, libm::erff, crate::backend::cpu::fastmath::exp_f32, {
+    fn exp_chunk(src: &[f32], out: &mut [f32]) {
+        let k = crate::backend::cpu::fastmath::ExpConsts::opaque();
+        for (o, &x) in out.iter_mut().zip(src) {
+            *o = crate::backend::cpu::fastmath::exp_f32_with(x, &k);
+        }
+    }
+});
+compute_impl!(f64, libm::erf, f64::exp, {});
+
+/// An operand of a binary op over a chunk: one value per position, or one
+/// value for all of them (a constant, a row's reduced value), which is read
+/// as a scalar rather than filled into a buffer and streamed.
+#[derive(Clone, Copy)]
+pub enum Operand<'a, T> {
+    Slice(&'a [T]),
+    Scalar(T),
+}
+
+impl<T: Copy> Operand<'_, T> {
+    #[inline(always)]
+    fn at(&self, j: usize) -> T {
+        match self {
+            Operand::Slice(s) => s[j],
+            Operand::Scalar(v) => *v,
+        }
+    }
+}
 
 /// Applies `op` to a chunk: `out = op(a, b)`. Loops are simple so
-/// LLVM vectorises the common ones (add, mul, max, compare).
+/// LLVM vectorises the common ones (add, mul, max, compare), once per
+/// combination of slice and scalar operands.
 #[inline]
-pub fn binary_chunk<T: Compute>(op: BinaryOp, dtype: DType, a: &[T], b: &[T], out: &mut [T]) {
+pub fn binary_chunk<T: Compute>(
+    op: BinaryOp,
+    dtype: DType,
+    a: Operand<T>,
+    b: Operand<T>,
+    out: &mut [T],
+) {
     let t = |c: bool| if c { T::ONE } else { T::ZERO };
     // Arithmetic on bool is bool (true + true = true, true / false = false)
     // as in the reference, so it takes the integer path that wraps to 0/1.
     if dtype.is_int() || (dtype == DType::Bool && !op.is_predicate()) {
-        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-            *o = T::from_f64(op.eval_int(x.to_f64(), y.to_f64(), dtype));
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = T::from_f64(op.eval_int(a.at(j).to_f64(), b.at(j).to_f64(), dtype));
         }
         return;
     }
     macro_rules! each {
         (|$x:ident, $y:ident| $e:expr) => {
-            for ((o, &$x), &$y) in out.iter_mut().zip(a).zip(b) {
-                *o = $e;
+            match (a, b) {
+                (Operand::Slice(a), Operand::Slice(b)) => {
+                    for ((o, &$x), &$y) in out.iter_mut().zip(a).zip(b) {
+                        *o = $e;
+                    }
+                }
+                (Operand::Slice(a), Operand::Scalar($y)) => {
+                    for (o, &$x) in out.iter_mut().zip(a) {
+                        *o = $e;
+                    }
+                }
+                (Operand::Scalar($x), Operand::Slice(b)) => {
+                    for (o, &$y) in out.iter_mut().zip(b) {
+                        *o = $e;
+                    }
+                }
+                (Operand::Scalar($x), Operand::Scalar($y)) => out.fill($e),
             }
         };
     }
@@ -205,7 +260,7 @@ pub fn unary_chunk<T: Compute>(op: UnaryOp, src: &[T], out: &mut [T]) {
     match op {
         UnaryOp::Neg => each!(UnaryOp::Neg),
         UnaryOp::Abs => each!(UnaryOp::Abs),
-        UnaryOp::Exp => each!(UnaryOp::Exp),
+        UnaryOp::Exp => T::exp_chunk(src, out),
         UnaryOp::Log => each!(UnaryOp::Log),
         UnaryOp::Sqrt => each!(UnaryOp::Sqrt),
         UnaryOp::Rsqrt => each!(UnaryOp::Rsqrt),

@@ -1,7 +1,9 @@
 //! Evaluates a kernel expression over one chunk of positions: every live
 //! node becomes a dense buffer, each op one tight loop over the chunk.
 
-use crate::backend::cpu::compute::{binary_chunk, cast_chunk, unary_chunk, wrap_chunk, Compute};
+use crate::backend::cpu::compute::{
+    binary_chunk, cast_chunk, unary_chunk, wrap_chunk, Compute, Operand,
+};
 use crate::dtype::DType;
 use crate::rng;
 use crate::schedule::kernel::{Expr, ExprId, ExprNode};
@@ -32,15 +34,59 @@ pub struct Scratch<T> {
     pub valid: Vec<bool>,
     /// Loads read in place this chunk (their `bufs` entry is not filled).
     pub direct: Vec<bool>,
+    /// Nodes whose value is the same at every position of a chunk
+    /// (constants, stage values and ops of those: a row's `1 / sum`) and
+    /// that only binary ops or other such nodes read: they are computed
+    /// once, as a scalar, and binary ops take them as scalar operands. Their
+    /// buffers are filled only when one is a root (what the caller reads).
+    scalar_only: Vec<bool>,
+    /// Nodes of `scalar_only` whose buffer is not filled this chunk.
+    unfilled: Vec<bool>,
+    /// The value of each `unfilled` node.
+    scalars: Vec<T>,
 }
 
 impl<T: Compute> Scratch<T> {
     pub fn new(expr: &Expr) -> Self {
+        let n = expr.len();
+        let children: Vec<Vec<ExprId>> = (0..n).map(|i| expr.children(i)).collect();
+        // Uniform over a chunk (children come before their users).
+        let mut scalar_only = vec![false; n];
+        for i in 0..n {
+            scalar_only[i] = match expr.nodes[i] {
+                ExprNode::Const(_) | ExprNode::StageRef(_) => true,
+                ExprNode::Unary(..) | ExprNode::Binary(..) | ExprNode::Cast(..) => {
+                    children[i].iter().all(|&c| scalar_only[c])
+                }
+                _ => false,
+            };
+        }
+        // Keep only nodes every user of which takes a scalar: a binary op, or
+        // a node itself computed as a scalar. Dropping one can drop the nodes
+        // it reads, so repeat until nothing changes (expressions are small).
+        loop {
+            let mut changed = false;
+            for u in 0..n {
+                let takes_scalars = scalar_only[u] || matches!(expr.nodes[u], ExprNode::Binary(..));
+                for &c in &children[u] {
+                    if scalar_only[c] && !takes_scalars {
+                        scalar_only[c] = false;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
         Scratch {
-            bufs: vec![Vec::new(); expr.len()],
+            bufs: vec![Vec::new(); n],
             lin: Vec::new(),
-            valid: vec![false; expr.len()],
-            direct: vec![false; expr.len()],
+            valid: vec![false; n],
+            direct: vec![false; n],
+            scalar_only,
+            unfilled: vec![false; n],
+            scalars: vec![T::ZERO; n],
         }
     }
 
@@ -77,6 +123,33 @@ pub fn eval_chunk<T: Compute>(
         }
         &bufs[i]
     }
+    // The value of scalar-only node `i`, from its children's values: the
+    // same chunk functions as below, on one element, so the results match.
+    fn scalar<T: Compute>(expr: &Expr, i: ExprId, stages: &[T], vals: &[T]) -> T {
+        let mut o = [T::ZERO];
+        match &expr.nodes[i] {
+            ExprNode::Const(s) => o[0] = T::from_f64(s.value),
+            ExprNode::StageRef(s) => o[0] = stages[*s],
+            ExprNode::Unary(op, a) => {
+                unary_chunk(*op, &[vals[*a]], &mut o);
+                if expr.dtypes[i].is_int() {
+                    wrap_chunk(expr.dtypes[i], &mut o);
+                }
+            }
+            ExprNode::Binary(op, a, b) => {
+                let (x, y) = (Operand::Scalar(vals[*a]), Operand::Scalar(vals[*b]));
+                binary_chunk(*op, expr.dtypes[*a], x, y, &mut o);
+            }
+            ExprNode::Cast(to, a) => {
+                o[0] = vals[*a];
+                if *to != DType::F64 && expr.dtypes[*a] != *to {
+                    cast_chunk(*to, &mut o);
+                }
+            }
+            _ => unreachable!("only uniform nodes are scalar-only"),
+        }
+        o[0]
+    }
     let root = live.last().copied();
     for &i in live {
         if scratch.valid[i] {
@@ -84,6 +157,20 @@ pub fn eval_chunk<T: Compute>(
         }
         scratch.valid[i] = true;
         scratch.direct[i] = false;
+        scratch.unfilled[i] = false;
+        if scratch.scalar_only[i] {
+            // Its children are scalar-only too, so already in `scalars`.
+            let v = scalar(expr, i, stages, &scratch.scalars);
+            scratch.scalars[i] = v;
+            if Some(i) == root {
+                let buf = &mut scratch.bufs[i];
+                buf.clear();
+                buf.resize(len, v);
+            } else {
+                scratch.unfilled[i] = true;
+            }
+            continue;
+        }
         if matches!(expr.nodes[i], ExprNode::Load { .. })
             && Some(i) != root
             && pos.direct(i, len).is_some()
@@ -92,7 +179,8 @@ pub fn eval_chunk<T: Compute>(
             continue;
         }
         let mut buf = std::mem::take(&mut scratch.bufs[i]);
-        buf.clear();
+        // Every arm below overwrites all `len` values, so the buffer is only
+        // sized, not cleared (zeroing it was a whole extra pass per node).
         buf.resize(len, T::ZERO);
         let dtype = expr.dtypes[i];
         let (bufs, direct) = (&scratch.bufs, &scratch.direct);
@@ -106,11 +194,14 @@ pub fn eval_chunk<T: Compute>(
                 }
             }
             ExprNode::Binary(op, a, b) => {
-                let (x, y) = (
-                    arg(pos, bufs, direct, *a, len),
-                    arg(pos, bufs, direct, *b, len),
-                );
-                binary_chunk(*op, expr.dtypes[*a], x, y, &mut buf);
+                let operand = |k: ExprId| {
+                    if scratch.unfilled[k] {
+                        Operand::Scalar(scratch.scalars[k])
+                    } else {
+                        Operand::Slice(arg(pos, bufs, direct, k, len))
+                    }
+                };
+                binary_chunk(*op, expr.dtypes[*a], operand(*a), operand(*b), &mut buf);
             }
             ExprNode::Where(c, a, b) => {
                 let (c, a, b) = (
@@ -156,6 +247,13 @@ pub fn eval_chunk<T: Compute>(
     // Callers read the root from `bufs`: a load that was read in place by an
     // earlier evaluation of this chunk and is the root now gets its copy.
     if let Some(r) = root {
+        if scratch.unfilled[r] {
+            let v = scratch.scalars[r];
+            let buf = &mut scratch.bufs[r];
+            buf.clear();
+            buf.resize(len, v);
+            scratch.unfilled[r] = false;
+        }
         if scratch.direct[r] {
             let mut buf = std::mem::take(&mut scratch.bufs[r]);
             buf.clear();

@@ -2,37 +2,95 @@
 //! time; these are branch-free polynomials LLVM turns into SIMD loops, with
 //! errors of a few ulp (checked against f64 in the tests below).
 
-/// e^x for f32, Cephes-style: x = n·ln2 + r, e^r by a degree-6 polynomial.
+/// The constants of [`exp_f32`]. A loop over a slice takes them through
+/// [`ExpConsts::opaque`] once, so they live in registers for the whole
+/// loop: as literals, LLVM folds them into every use and wasm engines
+/// rebuild each `v128.const` on every iteration (V8 does), which doubled the
+/// cost of exp on SIMD128.
+#[derive(Clone, Copy)]
+pub struct ExpConsts {
+    lo: f32,
+    hi: f32,
+    log2e: f32,
+    magic: f32,
+    magic_bits: i32,
+    ln2_hi: f32,
+    ln2_lo: f32,
+    c: [f32; 5],
+    one: f32,
+    bias: i32,
+}
+
+impl ExpConsts {
+    /// Round to nearest with the 1.5·2^23 trick.
+    const MAGIC: f32 = 12_582_912.0;
+    // The polynomial coefficients are the published minimax values, kept digit for digit.
+    #[allow(clippy::excessive_precision)]
+    const VALUES: ExpConsts = ExpConsts {
+        lo: -105.0,
+        hi: 89.0,
+        log2e: std::f32::consts::LOG2_E,
+        magic: Self::MAGIC,
+        magic_bits: Self::MAGIC.to_bits() as i32,
+        // Two-part ln2 keeps r exact to f32 precision.
+        ln2_hi: 0.693_145_75,
+        ln2_lo: 1.428_606_8e-6,
+        // e^r on |r| <= ln2/2 by a degree-5 minimax polynomial (XNNPACK's
+        // "rr2_p5" coefficients), c5 first: about 1 ulp.
+        c: [
+            8.289_290_6e-3,
+            4.189_782_2e-2,
+            1.666_765_2e-1,
+            4.999_915e-1,
+            9.999_997e-1,
+        ],
+        one: 1.0,
+        bias: 127,
+    };
+
+    /// The constants, opaque to the optimiser (see the type's doc).
+    #[inline(always)]
+    pub fn opaque() -> ExpConsts {
+        std::hint::black_box(Self::VALUES)
+    }
+}
+
+/// e^x for f32: x = n·ln2 + r (|r| <= ln2/2), e^r by a polynomial, times 2^n.
 #[inline(always)]
-// The polynomial coefficients are Cephes' published values, kept digit for digit.
-#[allow(clippy::excessive_precision)]
 pub fn exp_f32(x: f32) -> f32 {
+    exp_f32_with(x, &ExpConsts::VALUES)
+}
+
+/// [`exp_f32`] with its constants passed in (see [`ExpConsts`]).
+#[inline(always)]
+pub fn exp_f32_with(x: f32, k: &ExpConsts) -> f32 {
     // Outside this range e^x overflows to inf or underflows to 0 anyway; the
     // bounds lie past ln(f32::MAX) ≈ 88.72 and ln(2^-150) ≈ -103.97, so the
     // clamped value still overflows / underflows instead of giving a finite
     // 3.3e38 or the smallest subnormal.
-    let x = x.clamp(-105.0, 89.0);
-    // Round to nearest with the 1.5·2^23 trick: plain SSE2 arithmetic, where
+    let x = x.clamp(k.lo, k.hi);
+    // Round to nearest by adding 1.5·2^23: plain SIMD arithmetic, where
     // `f32::round` would be a scalar libm call that stops vectorisation.
-    const MAGIC: f32 = 12_582_912.0;
-    let n = (x * std::f32::consts::LOG2_E + MAGIC) - MAGIC;
-    // Two-part ln2 keeps r exact to f32 precision.
-    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
-    let p = 1.987_569_1e-4f32;
-    let p = p * r + 1.398_199_9e-3;
-    let p = p * r + 8.333_452e-3;
-    let p = p * r + 4.166_579_6e-2;
-    let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 5.000_000_1e-1;
-    let er = p * r * r + r + 1.0;
+    let t = x * k.log2e + k.magic;
+    let n = t - k.magic;
+    let r = x - n * k.ln2_hi - n * k.ln2_lo;
+    // 1 + r·(c1 + r·(c2 + r·(c3 + r·(c4 + r·c5))))
+    let p = k.c[0] * r + k.c[1];
+    let p = p * r + k.c[2];
+    let p = p * r + k.c[3];
+    let p = p * r + k.c[4];
+    let er = p * r + k.one;
+    // n as an integer, read from t's low mantissa bits (t = 1.5·2^23 + n
+    // exactly): `n as i32` saturates, which SSE2 has no vector instruction
+    // for, so LLVM would convert one lane at a time.
+    let ni = t.to_bits() as i32 - k.magic_bits;
     // 2^n through the exponent bits; n in [-152, 129] is split in two steps
     // so subnormal results and n = 128 stay correct. The halving is a shift,
     // not `/ 2`: vector ISAs (SIMD128, AVX) have no integer division, so a
     // division splits the vector loop into four scalar divides per lane group.
-    let ni = n as i32;
     let half = ni >> 1;
-    let s1 = f32::from_bits(((half + 127) as u32) << 23);
-    let s2 = f32::from_bits(((ni - half + 127) as u32) << 23);
+    let s1 = f32::from_bits(((half + k.bias) as u32) << 23);
+    let s2 = f32::from_bits(((ni - half + k.bias) as u32) << 23);
     er * s1 * s2
 }
 
@@ -51,6 +109,7 @@ mod tests {
             x += 0.0137;
         }
         assert!(worst < 4e-7, "worst relative error {worst}");
+        println!("exp_f32 worst relative error {worst:e}");
         assert_eq!(exp_f32(-200.0), 0.0);
         assert!(exp_f32(100.0).is_infinite());
         assert!(exp_f32(f32::NAN).is_nan());

@@ -181,19 +181,25 @@ impl<T: Compute> Acc<T> {
 #[inline]
 fn fold_lanes<T: Compute>(vals: &[T], init: T, f: impl Fn(T, T) -> T) -> (T, bool) {
     let mut lanes = [init; 8];
-    let mut nan = [false; 8];
+    // `x * 0` is 0 for finite x and NaN for NaN and ±inf, so one multiply-add
+    // per element flags a slice to rescan for NaN. A per-lane `is_nan` flag
+    // instead kept the loop scalar on wasm's SIMD128.
+    let mut probe = [T::ZERO; 8];
     let mut it = vals.chunks_exact(8);
     for c in &mut it {
         for l in 0..8 {
-            nan[l] |= c[l].is_nan();
+            probe[l] = probe[l] + c[l] * T::ZERO;
             lanes[l] = f(lanes[l], c[l]);
         }
     }
     let mut acc = init;
-    let mut any = nan.iter().any(|&x| x);
+    let mut any = false;
     for &x in it.remainder() {
         any |= x.is_nan();
         acc = f(acc, x);
+    }
+    if probe.iter().any(|p| p.is_nan()) {
+        any |= vals.iter().any(|x| x.is_nan());
     }
     (lanes.into_iter().fold(acc, &f), any)
 }
