@@ -279,6 +279,11 @@ fn row_kernels_with_per_row_scalar_subexpressions() -> Result<()> {
         let inv = Tensor::full(1.0, (), dtype, &d)?.div(&s.mul(&s)?.add_scalar(1.0)?)?;
         let y = x.mul(&inv)?.add(&m.neg()?.exp()?)?;
         check_tol(&format!("row scalars {dtype}"), &y, Tol::of(dtype).ops(6).reduce(300))?;
+        // A scalar on the left over rows longer than the CPU's 256-element
+        // spread buffer: `c - x` and `m / x`.
+        let c = Tensor::full(1.5, (), dtype, &d)?;
+        check(&format!("scalar minus row {dtype}"), &c.sub(&x)?)?;
+        check_tol(&format!("row max over x {dtype}"), &m.div(&x)?, Tol::of(dtype).ops(2))?;
         // The row's argmax (i32) times 3, cast back: an integer scalar.
         let a = x.argmax(Some(1), true)?.mul_scalar(3.0)?.cast(dtype)?;
         check(&format!("argmax row scalar {dtype}"), &x.sub(&a)?)?;

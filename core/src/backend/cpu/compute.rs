@@ -145,8 +145,8 @@ impl<T: Copy> Operand<'_, T> {
 }
 
 /// Applies `op` to a chunk: `out = op(a, b)`. Loops are simple so
-/// LLVM vectorises the common ones (add, mul, max, compare), once per
-/// combination of slice and scalar operands.
+/// LLVM vectorises the common ones (add, mul, max, compare), once with a
+/// slice and once with a scalar right operand.
 #[inline]
 pub fn binary_chunk<T: Compute>(
     op: BinaryOp,
@@ -155,34 +155,49 @@ pub fn binary_chunk<T: Compute>(
     b: Operand<T>,
     out: &mut [T],
 ) {
+    match (a, b) {
+        (Operand::Slice(a), b) => binary_slice(op, dtype, a, b, out),
+        // A scalar on the left (`c - x`, `1 / x`) is rarer: it is spread
+        // over a small stack buffer and the slice loops run, which keeps
+        // the wasm build from carrying a third copy of every loop.
+        (Operand::Scalar(x), Operand::Slice(b)) => {
+            const N: usize = 256;
+            let spread = [x; N];
+            for (o, b) in out.chunks_mut(N).zip(b.chunks(N)) {
+                binary_slice(op, dtype, &spread[..o.len()], Operand::Slice(b), o);
+            }
+        }
+        (Operand::Scalar(x), Operand::Scalar(y)) => {
+            let mut o = [T::ZERO];
+            binary_slice(op, dtype, &[x], Operand::Scalar(y), &mut o);
+            out.fill(o[0]);
+        }
+    }
+}
+
+fn binary_slice<T: Compute>(op: BinaryOp, dtype: DType, a: &[T], b: Operand<T>, out: &mut [T]) {
     let t = |c: bool| if c { T::ONE } else { T::ZERO };
     // Arithmetic on bool is bool (true + true = true, true / false = false)
     // as in the reference, so it takes the integer path that wraps to 0/1.
     if dtype.is_int() || (dtype == DType::Bool && !op.is_predicate()) {
-        for (j, o) in out.iter_mut().enumerate() {
-            *o = T::from_f64(op.eval_int(a.at(j).to_f64(), b.at(j).to_f64(), dtype));
+        for (j, (o, &x)) in out.iter_mut().zip(a).enumerate() {
+            *o = T::from_f64(op.eval_int(x.to_f64(), b.at(j).to_f64(), dtype));
         }
         return;
     }
     macro_rules! each {
         (|$x:ident, $y:ident| $e:expr) => {
-            match (a, b) {
-                (Operand::Slice(a), Operand::Slice(b)) => {
+            match b {
+                Operand::Slice(b) => {
                     for ((o, &$x), &$y) in out.iter_mut().zip(a).zip(b) {
                         *o = $e;
                     }
                 }
-                (Operand::Slice(a), Operand::Scalar($y)) => {
+                Operand::Scalar($y) => {
                     for (o, &$x) in out.iter_mut().zip(a) {
                         *o = $e;
                     }
                 }
-                (Operand::Scalar($x), Operand::Slice(b)) => {
-                    for (o, &$y) in out.iter_mut().zip(b) {
-                        *o = $e;
-                    }
-                }
-                (Operand::Scalar($x), Operand::Scalar($y)) => out.fill($e),
             }
         };
     }
