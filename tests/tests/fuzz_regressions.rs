@@ -266,3 +266,23 @@ fn as_strided_view_of_a_constant_reads_the_constant() {
     assert_eq!(same_as_reference(&e), vec![0.0; 3]);
     assert_eq!(v.to_vec::<i32>().unwrap(), vec![0]);
 }
+
+// graph target: a row kernel over a rank-0 tensor whose output is
+// `where(x > x, s, cos(exp(s) * 0.25))` with `s` a stage value. `exp(s)` was
+// computed once as a row scalar while `s` itself (read by the `where`) was
+// not, so it read a stale 0 and the result was cos(0.25).
+#[test]
+fn uniform_row_value_whose_input_is_also_read_per_element() {
+    let t0 = Tensor::from_vec(vec![0.75f32], [1], &DEV)
+        .unwrap()
+        .as_strided(&[], &[], 0)
+        .unwrap();
+    let t1 = t0.max(&[], true).unwrap();
+    let t2 = t1.sum(&[], true).unwrap();
+    let t5 = t2.exp().unwrap().mul_scalar(0.25).unwrap().cos().unwrap();
+    let t10 = Tensor::where_cond(&t0.gt(&t0).unwrap(), &t2, &t5).unwrap();
+    let want = reference::evaluate(&t10).expect("reference");
+    let got = t10.to_vec_f64().unwrap();
+    let w = want.iter().next().copied().unwrap();
+    assert!((got[0] - w).abs() < 1e-6, "fast {got:?}, reference {w}");
+}

@@ -61,12 +61,18 @@ impl<T: Compute> Scratch<T> {
                 _ => false,
             };
         }
-        // Keep only nodes every user of which takes a scalar: a binary op, or
-        // a node itself computed as a scalar. Dropping one can drop the nodes
-        // it reads, so repeat until nothing changes (expressions are small).
+        // Keep only nodes every user of which takes a scalar (a binary op, or
+        // a node itself computed as a scalar) and whose children are kept
+        // (a scalar is computed from its children's scalars). Dropping one
+        // can drop the nodes it reads and the nodes that read it, so repeat
+        // until nothing changes (expressions are small).
         loop {
             let mut changed = false;
             for u in 0..n {
+                if scalar_only[u] && children[u].iter().any(|&c| !scalar_only[c]) {
+                    scalar_only[u] = false;
+                    changed = true;
+                }
                 let takes_scalars = scalar_only[u] || matches!(expr.nodes[u], ExprNode::Binary(..));
                 for &c in &children[u] {
                     if scalar_only[c] && !takes_scalars {
