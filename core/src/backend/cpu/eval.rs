@@ -5,6 +5,7 @@ use crate::backend::cpu::compute::{
     binary_chunk, cast_chunk, unary_chunk, wrap_chunk, Compute, Operand,
 };
 use crate::dtype::DType;
+use crate::graph::op::UnaryOp;
 use crate::rng;
 use crate::schedule::kernel::{Expr, ExprId, ExprNode};
 
@@ -102,6 +103,21 @@ impl<T: Compute> Scratch<T> {
     }
 }
 
+/// `out = op(src)` for a unary node of `dtype` (integer results wrap).
+fn unary_node<T: Compute>(op: UnaryOp, dtype: DType, src: &[T], out: &mut [T]) {
+    unary_chunk(op, src, out);
+    if dtype.is_int() {
+        wrap_chunk(dtype, out);
+    }
+}
+
+/// Rounds `out` (a copy of a `from` value) to `to`, as a cast node does.
+fn cast_node<T: Compute>(to: DType, from: DType, out: &mut [T]) {
+    if to != DType::F64 && from != to {
+        cast_chunk(to, out);
+    }
+}
+
 /// Evaluates nodes `live` (in order) for `len` positions, skipping nodes
 /// still valid since the last [`Scratch::new_chunk`]. Afterwards
 /// `scratch.bufs[id]` holds node `id`'s values.
@@ -136,21 +152,14 @@ pub fn eval_chunk<T: Compute>(
         match &expr.nodes[i] {
             ExprNode::Const(s) => o[0] = T::from_f64(s.value),
             ExprNode::StageRef(s) => o[0] = stages[*s],
-            ExprNode::Unary(op, a) => {
-                unary_chunk(*op, &[vals[*a]], &mut o);
-                if expr.dtypes[i].is_int() {
-                    wrap_chunk(expr.dtypes[i], &mut o);
-                }
-            }
+            ExprNode::Unary(op, a) => unary_node(*op, expr.dtypes[i], &[vals[*a]], &mut o),
             ExprNode::Binary(op, a, b) => {
                 let (x, y) = (Operand::Scalar(vals[*a]), Operand::Scalar(vals[*b]));
                 binary_chunk(*op, expr.dtypes[*a], x, y, &mut o);
             }
             ExprNode::Cast(to, a) => {
                 o[0] = vals[*a];
-                if *to != DType::F64 && expr.dtypes[*a] != *to {
-                    cast_chunk(*to, &mut o);
-                }
+                cast_node(*to, expr.dtypes[*a], &mut o);
             }
             _ => unreachable!("only uniform nodes are scalar-only"),
         }
@@ -166,15 +175,9 @@ pub fn eval_chunk<T: Compute>(
         scratch.unfilled[i] = false;
         if scratch.scalar_only[i] {
             // Its children are scalar-only too, so already in `scalars`.
-            let v = scalar(expr, i, stages, &scratch.scalars);
-            scratch.scalars[i] = v;
-            if Some(i) == root {
-                let buf = &mut scratch.bufs[i];
-                buf.clear();
-                buf.resize(len, v);
-            } else {
-                scratch.unfilled[i] = true;
-            }
+            // A root's buffer is filled from it at the end.
+            scratch.scalars[i] = scalar(expr, i, stages, &scratch.scalars);
+            scratch.unfilled[i] = true;
             continue;
         }
         if matches!(expr.nodes[i], ExprNode::Load { .. })
@@ -194,10 +197,7 @@ pub fn eval_chunk<T: Compute>(
             ExprNode::Load { .. } => pos.load(i, &mut buf),
             ExprNode::Const(s) => buf.fill(T::from_f64(s.value)),
             ExprNode::Unary(op, a) => {
-                unary_chunk(*op, arg(pos, bufs, direct, *a, len), &mut buf);
-                if dtype.is_int() {
-                    wrap_chunk(dtype, &mut buf);
-                }
+                unary_node(*op, dtype, arg(pos, bufs, direct, *a, len), &mut buf)
             }
             ExprNode::Binary(op, a, b) => {
                 let operand = |k: ExprId| {
@@ -221,9 +221,7 @@ pub fn eval_chunk<T: Compute>(
             }
             ExprNode::Cast(to, a) => {
                 buf.copy_from_slice(arg(pos, bufs, direct, *a, len));
-                if *to != DType::F64 && expr.dtypes[*a] != *to {
-                    cast_chunk(*to, &mut buf);
-                }
+                cast_node(*to, expr.dtypes[*a], &mut buf);
             }
             ExprNode::Coord(axis) => pos.coord(*axis, &mut buf),
             ExprNode::Rand { seed, normal } => {
@@ -250,8 +248,9 @@ pub fn eval_chunk<T: Compute>(
         }
         scratch.bufs[i] = buf;
     }
-    // Callers read the root from `bufs`: a load that was read in place by an
-    // earlier evaluation of this chunk and is the root now gets its copy.
+    // Callers read the root from `bufs`: a scalar root is spread over its
+    // buffer, and a load that was read in place by an earlier evaluation of
+    // this chunk and is the root now gets its copy.
     if let Some(r) = root {
         if scratch.unfilled[r] {
             let v = scratch.scalars[r];
