@@ -123,6 +123,12 @@ pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
     const DTYPE: DType;
     fn to_f64(self) -> f64;
     fn from_f64(v: f64) -> Self;
+    /// The same as `from_f64(v as f64)`; integer types override it with a
+    /// form that vectorises from f32 lanes.
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        Self::from_f64(v as f64)
+    }
     /// Wraps a vector as CPU storage without copying.
     fn into_storage(v: Vec<Self>) -> CpuStorage;
     /// The elements, if `s` holds this type.
@@ -132,9 +138,10 @@ pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
 }
 
 macro_rules! element {
-    ($t:ty, $d:expr, $var:ident, |$s:ident| $to:expr, |$v:ident| $from:expr) => {
+    ($t:ty, $d:expr, $var:ident, |$s:ident| $to:expr, |$v:ident| $from:expr $(, $extra:item)*) => {
         impl Element for $t {
             const DTYPE: DType = $d;
+            $($extra)*
             fn into_storage(v: Vec<Self>) -> CpuStorage {
                 CpuStorage::$var(v)
             }
@@ -168,7 +175,18 @@ element!(bf16, DType::BF16, BF16, |s| s.to_f64(), |v| bf16::from_f64(
     v
 ));
 element!(i32, DType::I32, I32, |s| s as f64, |v| cast_i32(v));
-element!(u8, DType::U8, U8, |s| s as f64, |v| cast_u8(v));
+element!(
+    u8,
+    DType::U8,
+    U8,
+    |s| s as f64,
+    |v| cast_u8(v),
+    // `cast_u8` on f32 lanes: max/min drop NaN (to 0), then truncate.
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        (v.max(0.0).min(255.0) as i32) as u8
+    }
+);
 element!(bool, DType::Bool, Bool, |s| s as u8 as f64, |v| v != 0.0);
 
 /// A scalar value with its dtype, as used for constants in graphs and kernels.

@@ -329,9 +329,15 @@ fn ref_sharpen(img: &Img, amount: f64, sigma: f64) -> Img {
 fn sharpen_matches_reference_and_its_tail_is_one_kernel() -> Result<()> {
     let img = random_image(29, 34, 3, 5);
     let got = image::sharpen(&img.tensor(), 0.5, 1.0)?;
-    // The blur is computed by the resample pass; the rest is one fused kernel.
-    assert_eq!(kernels(&got)?, 1, "x + a*(x - blur) with clamp and cast");
     assert_close("sharpen 0.5", &got, &ref_sharpen(&img, 0.5, 1.0), 1.0);
+    // The device-generic form: after the blur, one fused kernel, and the
+    // same pixels as the CPU's in-pass mask (the same f32 operations).
+    let t = img.tensor();
+    let blurred = image::filters::blur_f32(&t, 1.0)?;
+    blurred.realize()?;
+    let tail = image::filters::unsharp_tail(&t, &blurred, 0.5)?;
+    assert_eq!(kernels(&tail)?, 1, "x + a*(x - blur) with clamp and cast");
+    assert_eq!(tail.to_vec::<u8>()?, got.to_vec::<u8>()?);
     let t = photo("coffee.jpg");
     let p = Img::of(&t);
     assert_close(

@@ -1,8 +1,10 @@
 //! Gaussian blur and unsharp-mask sharpening, both separable.
 
-use super::resample::resample;
+use super::resample::{resample, resample_on_cpu, resample_u8};
+use super::resample_cpu::Finish;
 use super::taps::Taps;
 use super::{dims_u8, invalid, to_u8};
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -37,11 +39,14 @@ pub fn blur(img: &Tensor, sigma: f64) -> Result<Tensor> {
     if sigma == 0.0 {
         return Ok(img.clone());
     }
-    to_u8(&blur_f32(img, sigma)?)
+    let (h, w, _) = super::dims("image.blur", img)?;
+    resample_u8(img, &Taps::gaussian(h, sigma), &Taps::gaussian(w, sigma))
 }
 
-/// Unsharp mask: `x + amount * (x - blur(x, sigma))`. The difference, the
-/// scaling, the clamp and the cast run as one fused kernel after the blur.
+/// Unsharp mask: `x + amount * (x - blur(x, sigma))`, rounded to u8. On
+/// the CPU the blur's last pass computes it row by row; elsewhere the
+/// difference, the scaling, the clamp and the cast run as one fused kernel
+/// after the blur ([`unsharp_tail`]).
 pub fn sharpen(img: &Tensor, amount: f64, sigma: f64) -> Result<Tensor> {
     dims_u8("image.sharpen", img)?;
     check_sigma("image.sharpen", sigma)?;
@@ -56,8 +61,27 @@ pub fn sharpen(img: &Tensor, amount: f64, sigma: f64) -> Result<Tensor> {
     if amount == 0.0 || sigma == 0.0 {
         return Ok(img.clone());
     }
-    let blurred = blur_f32(img, sigma)?;
+    if *img.device() == Device::Cpu {
+        let (h, w, _) = super::dims("image.sharpen", img)?;
+        let img = img.contiguous()?;
+        let (rows, cols) = (Taps::gaussian(h, sigma), Taps::gaussian(w, sigma));
+        // The mask's f32 operations match `unsharp_tail`'s (amount rounded
+        // to f32 as its scalar is).
+        return img.with_slice::<u8, _>(|x| {
+            let finish = Finish::Unsharp {
+                x,
+                amount: amount as f32,
+            };
+            resample_on_cpu::<u8>(&img, &rows, &cols, finish)
+        })?;
+    }
+    unsharp_tail(img, &blur_f32(img, sigma)?, amount)
+}
+
+/// `to_u8(x + amount * (x - blurred))` as graph ops, which fuse into one
+/// kernel: the device-generic end of [`sharpen`].
+pub fn unsharp_tail(img: &Tensor, blurred: &Tensor, amount: f64) -> Result<Tensor> {
     let x = img.cast(DType::F32)?;
-    let detail = x.sub(&blurred)?.mul_scalar(amount)?;
+    let detail = x.sub(blurred)?.mul_scalar(amount)?;
     to_u8(&x.add(&detail)?)
 }

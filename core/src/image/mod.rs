@@ -19,6 +19,7 @@ pub mod colour;
 pub mod filters;
 pub mod geometry;
 pub mod resample;
+pub mod resample_cpu;
 pub mod shrink_on_load;
 pub mod taps;
 pub mod transform;

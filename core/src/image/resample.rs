@@ -2,9 +2,9 @@
 //! columns axis, each output sample a weighted sum over its tap run.
 //!
 //! Two implementations of the same definition:
-//! - on the CPU a direct f32 loop over the tap table (the hot path of edge
-//!   workers: no per-element graph work; the vertical pass runs over whole
-//!   contiguous rows so it vectorises, SIMD128 in wasm);
+//! - on the CPU direct f32 loops over the tap tables
+//!   ([`super::resample_cpu`]: the hot path of edge workers, no
+//!   per-element graph work, the rounding to u8 done in the last pass);
 //! - on every other device a graph pattern the backends already run:
 //!   `index_select` of the padded tap indices, a multiply by the weight
 //!   table and a sum over the tap axis.
@@ -13,9 +13,9 @@
 //! return f32; [`super::to_u8`] rounds at the very end so the clamp and cast
 //! fuse with whatever elementwise work follows.
 
+use super::resample_cpu::{resample_cpu, Finish, Out};
 use super::taps::Taps;
 use super::{dims, dims_u8, invalid, to_u8};
-use crate::backend::cpu::par::for_blocks;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -82,11 +82,17 @@ pub fn resize(img: &Tensor, width: usize, height: usize, filter: Filter) -> Resu
         // Nearest is a pure gather: no arithmetic, stays u8.
         return gather_rows_cols(img, &Taps::nearest(h, height), &Taps::nearest(w, width));
     }
-    to_u8(&resample(
-        img,
-        &filter.taps(h, height),
-        &filter.taps(w, width),
-    )?)
+    resample_u8(img, &filter.taps(h, height), &filter.taps(w, width))
+}
+
+/// [`resample`] rounded back to a `u8` image (`to_u8`), in the last pass
+/// on the CPU.
+pub fn resample_u8(x: &Tensor, rows: &Taps, cols: &Taps) -> Result<Tensor> {
+    if *x.device() == Device::Cpu {
+        resample_on_cpu::<u8>(x, rows, cols, Finish::U8)
+    } else {
+        to_u8(&resample(x, rows, cols)?)
+    }
 }
 
 /// The output size that fits `width` and/or `height` keeping the aspect
@@ -113,7 +119,7 @@ pub fn resample(x: &Tensor, rows: &Taps, cols: &Taps) -> Result<Tensor> {
     check_taps(rows, h, "rows")?;
     check_taps(cols, w, "cols")?;
     if *x.device() == Device::Cpu {
-        resample_cpu(x, rows, cols)
+        resample_on_cpu::<f32>(x, rows, cols, Finish::F32)
     } else {
         resample_graph(x, rows, cols)
     }
@@ -181,112 +187,23 @@ fn gather_rows_cols(x: &Tensor, rows: &Taps, cols: &Taps) -> Result<Tensor> {
     x.index_select(0, &idx(rows)?)?.index_select(1, &idx(cols)?)
 }
 
-/// Samples the CPU loops read: u8 pixels or f32 intermediates.
-trait Sample: Copy + Send + Sync + 'static {
-    fn f(self) -> f32;
-}
-impl Sample for u8 {
-    #[inline(always)]
-    fn f(self) -> f32 {
-        self as f32
-    }
-}
-impl Sample for f32 {
-    #[inline(always)]
-    fn f(self) -> f32 {
-        self
-    }
-}
-
-fn resample_cpu(x: &Tensor, rows: &Taps, cols: &Taps) -> Result<Tensor> {
-    let (h, w, c) = dims("image.resample", x)?;
-    let (ho, wo) = (rows.n_out(), cols.n_out());
-    // Pick the order that does less work; the column pass (strided by C,
-    // harder to vectorise) is weighted double.
-    let avg = |t: &Taps| t.len.iter().sum::<usize>() as f64 / t.n_out().max(1) as f64;
-    let (kr, kc) = (avg(rows), avg(cols));
-    let rows_first = (ho * w * c) as f64 * kr + 2.0 * (ho * wo * c) as f64 * kc;
-    let cols_first = 2.0 * (h * wo * c) as f64 * kc + (ho * wo * c) as f64 * kr;
-    let out = match x.dtype() {
-        DType::U8 => x.contiguous()?.with_slice::<u8, _>(|s| {
-            two_passes(s, h, w, c, rows, cols, rows_first <= cols_first)
-        })?,
-        _ => x
-            .cast(DType::F32)?
-            .contiguous()?
-            .with_slice::<f32, _>(|s| {
-                two_passes(s, h, w, c, rows, cols, rows_first <= cols_first)
-            })?,
-    };
-    Tensor::from_vec(out, vec![ho, wo, c], &Device::Cpu)
-}
-
-fn two_passes<T: Sample>(
-    src: &[T],
-    h: usize,
-    w: usize,
-    c: usize,
+/// Runs the CPU passes on a host tensor (u8 read as is, anything else as f32).
+pub(super) fn resample_on_cpu<O: Out>(
+    x: &Tensor,
     rows: &Taps,
     cols: &Taps,
-    rows_first: bool,
-) -> Vec<f32> {
-    if rows_first {
-        let mid = pass_rows(src, w * c, rows);
-        pass_cols(&mid, rows.n_out(), w, c, cols)
-    } else {
-        let mid = pass_cols(src, h, w, c, cols);
-        pass_rows(&mid, cols.n_out() * c, rows)
-    }
-}
-
-/// Along axis 0: each output row is a weighted sum of whole input rows.
-fn pass_rows<T: Sample>(src: &[T], row_len: usize, taps: &Taps) -> Vec<f32> {
-    let mut out = vec![0f32; taps.n_out() * row_len];
-    for_blocks(&mut out, row_len, |i, dst| {
-        let s = taps.start[i];
-        for (k, &wk) in taps.row(i).iter().enumerate() {
-            let r = &src[(s + k) * row_len..(s + k + 1) * row_len];
-            for (o, &v) in dst.iter_mut().zip(r) {
-                *o += wk * v.f();
-            }
+    finish: Finish<'_>,
+) -> Result<Tensor> {
+    let (h, w, c) = dims("image.resample", x)?;
+    check_taps(rows, h, "rows")?;
+    check_taps(cols, w, "cols")?;
+    let out = match x.dtype() {
+        DType::U8 => {
+            x.with_slice::<u8, _>(|s| resample_cpu::<u8, O>(s, (h, w, c), rows, cols, finish))?
         }
-    });
-    out
-}
-
-/// Along axis 1: within each row, output pixel `x` sums its tap run.
-fn pass_cols<T: Sample>(src: &[T], h: usize, w: usize, c: usize, taps: &Taps) -> Vec<f32> {
-    let wo = taps.n_out();
-    let mut out = vec![0f32; h * wo * c];
-    // Blocks of several rows keep threads busy without tiny tasks.
-    let rows_per_block = (16_384 / (wo * c).max(1)).max(1);
-    for_blocks(&mut out, rows_per_block * wo * c, |b, dst| {
-        for (r, drow) in dst.chunks_mut(wo * c).enumerate() {
-            let y = b * rows_per_block + r;
-            let srow = &src[y * w * c..(y + 1) * w * c];
-            match c {
-                1 => cols_row::<T, 1>(srow, drow, taps),
-                2 => cols_row::<T, 2>(srow, drow, taps),
-                3 => cols_row::<T, 3>(srow, drow, taps),
-                _ => cols_row::<T, 4>(srow, drow, taps),
-            }
-        }
-    });
-    out
-}
-
-#[inline(always)]
-fn cols_row<T: Sample, const C: usize>(src: &[T], dst: &mut [f32], taps: &Taps) {
-    for (x, px) in dst.chunks_exact_mut(C).enumerate() {
-        let s = taps.start[x];
-        let wts = taps.row(x);
-        let run = &src[s * C..(s + wts.len()) * C];
-        let mut acc = [0f32; C];
-        for (p, &wk) in run.chunks_exact(C).zip(wts) {
-            for (a, &v) in acc.iter_mut().zip(p) {
-                *a += wk * v.f();
-            }
-        }
-        px.copy_from_slice(&acc);
-    }
+        _ => x
+            .cast(DType::F32)?
+            .with_slice::<f32, _>(|s| resample_cpu::<f32, O>(s, (h, w, c), rows, cols, finish))?,
+    };
+    Tensor::from_vec(out, vec![rows.n_out(), cols.n_out(), c], &Device::Cpu)
 }

@@ -137,7 +137,7 @@ pub fn store<T: Compute>(dst: &mut CpuStorage, start: usize, vals: &[T]) {
 #[inline]
 pub fn store_typed<T: Compute, E: Element>(dst: &mut [E], vals: &[T]) {
     for (d, &x) in dst.iter_mut().zip(vals) {
-        *d = E::from_f64(x.to_f64());
+        *d = x.store::<E>();
     }
 }
 

@@ -41,6 +41,14 @@ pub trait Compute:
     }
     /// The storage's elements when they already have this type (no conversion needed).
     fn native(s: &crate::backend::cpu::CpuStorage) -> Option<&[Self]>;
+    /// A cast to u8 ([`crate::dtype::cast_u8`]: truncate, saturate, NaN to
+    /// 0) kept in this type. Written as clamp-then-truncate so it is a few
+    /// vector instructions, not a call per element.
+    fn cast_u8(self) -> Self;
+    /// A cast to i32 ([`crate::dtype::cast_i32`]) kept in this type.
+    fn cast_i32(self) -> Self;
+    /// This value stored as element type `E`, as a cast to `E` rounds it.
+    fn store<E: Element>(self) -> E;
 }
 
 macro_rules! compute_impl {
@@ -80,6 +88,15 @@ macro_rules! compute_impl {
                 <$t as Element>::slice(s)
             }
             #[inline(always)]
+            fn cast_u8(self) -> Self {
+                // max/min drop NaN (to 0), so the truncation sees 0..=255.
+                (self.max(0.0).min(255.0) as i32) as $t
+            }
+            #[inline(always)]
+            fn cast_i32(self) -> Self {
+                (self as i32) as $t
+            }
+            #[inline(always)]
             fn unary(op: UnaryOp, x: Self) -> Self {
                 match op {
                     UnaryOp::Neg => -x,
@@ -116,6 +133,10 @@ macro_rules! compute_impl {
 }
 
 compute_impl!(f32, libm::erff, crate::backend::cpu::fastmath::exp_f32, {
+    #[inline(always)]
+    fn store<E: Element>(self) -> E {
+        E::from_f32(self)
+    }
     fn exp_chunk(src: &[f32], out: &mut [f32]) {
         let k = crate::backend::cpu::fastmath::ExpConsts::opaque();
         for (o, &x) in out.iter_mut().zip(src) {
@@ -123,7 +144,12 @@ compute_impl!(f32, libm::erff, crate::backend::cpu::fastmath::exp_f32, {
         }
     }
 });
-compute_impl!(f64, libm::erf, f64::exp, {});
+compute_impl!(f64, libm::erf, f64::exp, {
+    #[inline(always)]
+    fn store<E: Element>(self) -> E {
+        E::from_f64(self)
+    }
+});
 
 /// An operand of a binary op over a chunk: one value per position, or one
 /// value for all of them (a constant, a row's reduced value), which is read
@@ -246,7 +272,17 @@ pub fn cast_chunk<T: Compute>(dtype: DType, a: &mut [T]) {
                 *x = if *x != T::ZERO { T::ONE } else { T::ZERO };
             }
         }
-        DType::I32 | DType::U8 | DType::F16 | DType::BF16 => {
+        DType::U8 => {
+            for x in a.iter_mut() {
+                *x = x.cast_u8();
+            }
+        }
+        DType::I32 => {
+            for x in a.iter_mut() {
+                *x = x.cast_i32();
+            }
+        }
+        DType::F16 | DType::BF16 => {
             for x in a.iter_mut() {
                 *x = T::from_f64(dtype.round_f64(x.to_f64()));
             }
