@@ -71,6 +71,12 @@ fn png_and_webp_round_trip_exactly_jpeg_closely() {
         psnr(&src, &q90)
     );
     assert!(q30.len() < image::encode(&t, Format::Jpeg, 90).unwrap().len());
+    // q80 takes the 4:2:0 chroma path; it still reads back close to the
+    // source, and smaller than q90's 4:4:4.
+    let q80 = image::encode(&t, Format::Jpeg, 80).unwrap();
+    let p80 = psnr(&src, &pixels(&decode(&q80).unwrap()));
+    assert!(p80 > 30.0, "jpeg q80 (4:2:0) PSNR {p80}");
+    assert!(q80.len() < image::encode(&t, Format::Jpeg, 90).unwrap().len());
     // RGBA and grey encode too (JPEG drops alpha).
     let rgba = Tensor::from_vec(vec![200u8; 4 * 6 * 4], vec![4, 6, 4], &Device::Cpu).unwrap();
     assert_eq!(
@@ -83,6 +89,13 @@ fn png_and_webp_round_trip_exactly_jpeg_closely() {
             .shape(),
         &[4, 6, 3]
     );
+    // Grey with alpha is written as grey.
+    let ga: Vec<u8> = (0..8 * 16).flat_map(|i| [(i * 2) as u8, 255]).collect();
+    let ga = Tensor::from_vec(ga, vec![8, 16, 2], &Device::Cpu).unwrap();
+    let back = decode(&image::encode(&ga, Format::Jpeg, 95).unwrap()).unwrap();
+    assert_eq!(back.shape(), &[8, 16, 1]);
+    let want: Vec<u8> = (0..8 * 16).map(|i| (i * 2) as u8).collect();
+    assert!(psnr(&pixels(&back), &want) > 35.0, "grey+alpha JPEG");
     let grey = image::grayscale(&t).unwrap();
     assert_eq!(
         decode(&image::encode(&grey, Format::Png, 80).unwrap())
@@ -220,19 +233,20 @@ fn transform_resizes_sharpens_and_encodes() {
 
 #[test]
 fn shrink_on_load_decodes_at_a_dct_scale_close_to_a_full_decode() {
-    use fusegraph_core::image::shrink_on_load::decode_jpeg_at_least;
+    use fusegraph_core::image::jpeg;
+    let decode_jpeg_at_least = |bytes: &[u8], w, h, limits: &DecodeLimits, dev: &Device| {
+        jpeg::decode(bytes, Some((w, h)), limits, dev)
+    };
     let bytes = read("astronaut-1mp.jpg");
-    let small = decode_jpeg_at_least(&bytes, 400, 400, &DecodeLimits::default(), &Device::Cpu)
-        .unwrap()
-        .expect("an RGB JPEG");
+    let small =
+        decode_jpeg_at_least(&bytes, 400, 400, &DecodeLimits::default(), &Device::Cpu).unwrap();
     assert_eq!(
         small.shape(),
         &[512, 512, 3],
         "1/2 scale is the smallest >= 400"
     );
-    let tiny = decode_jpeg_at_least(&bytes, 100, 100, &DecodeLimits::default(), &Device::Cpu)
-        .unwrap()
-        .unwrap();
+    let tiny =
+        decode_jpeg_at_least(&bytes, 100, 100, &DecodeLimits::default(), &Device::Cpu).unwrap();
     assert_eq!(tiny.shape(), &[128, 128, 3], "1/8 scale");
     let full = decode(&bytes).unwrap();
     let want = image::resize(&full, 512, 512, Filter::Lanczos3).unwrap();
@@ -274,4 +288,55 @@ fn shrink_on_load_decodes_at_a_dct_scale_close_to_a_full_decode() {
         p > 35.0,
         "transform with vs without shrink-on-load: {p:.1} dB"
     );
+}
+
+#[test]
+fn cmyk_and_grey_jpegs_decode_to_rgb_and_grey() {
+    // 16x16 blocks of white, cyan, magenta-plus-yellow (red) and black ink.
+    let inks: [[u8; 4]; 4] = [
+        [0, 0, 0, 0],
+        [255, 0, 0, 0],
+        [0, 255, 255, 0],
+        [0, 0, 0, 255],
+    ];
+    let want: [[u8; 3]; 4] = [[255, 255, 255], [0, 255, 255], [255, 0, 0], [0, 0, 0]];
+    let (w, h) = (64usize, 16usize);
+    let block = |x: usize| x / 16;
+    let cmyk: Vec<u8> = (0..h * w).flat_map(|i| inks[block(i % w)]).collect();
+    let mut bytes = Vec::new();
+    let enc = jpeg_encoder::Encoder::new(&mut bytes, 100);
+    enc.encode(&cmyk, w as u16, h as u16, jpeg_encoder::ColorType::Cmyk)
+        .unwrap();
+    let rgb = decode(&bytes).unwrap();
+    assert_eq!(rgb.shape(), &[h, w, 3]);
+    let got = pixels(&rgb);
+    // Block centres (JPEG rings a little at the block edges).
+    for (b, want) in want.iter().enumerate() {
+        let i = 8 * w + b * 16 + 8;
+        for ch in 0..3 {
+            let g = got[3 * i + ch] as i32;
+            assert!(
+                (g - want[ch] as i32).abs() <= 6,
+                "CMYK block {b} channel {ch}: {g}, want {}",
+                want[ch]
+            );
+        }
+    }
+    // Grey stays one channel, at full and at half scale.
+    let grey: Vec<u8> = (0..64 * 64).map(|i| (i % 64 * 4) as u8).collect();
+    let mut bytes = Vec::new();
+    jpeg_encoder::Encoder::new(&mut bytes, 95)
+        .encode(&grey, 64, 64, jpeg_encoder::ColorType::Luma)
+        .unwrap();
+    let full = decode(&bytes).unwrap();
+    assert_eq!(full.shape(), &[64, 64, 1]);
+    assert!(psnr(&pixels(&full), &grey) > 35.0);
+    let half = fusegraph_core::image::jpeg::decode(
+        &bytes,
+        Some((32, 32)),
+        &DecodeLimits::default(),
+        &Device::Cpu,
+    )
+    .unwrap();
+    assert_eq!(half.shape(), &[32, 32, 1]);
 }

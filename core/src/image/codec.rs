@@ -1,4 +1,6 @@
-//! Decode and encode JPEG, PNG and WebP through the `image` crate.
+//! Decode and encode JPEG, PNG and WebP: JPEG through `jpeg-decoder`
+//! ([`super::jpeg`]) and `jpeg-encoder`, PNG and WebP through the `image`
+//! crate.
 //!
 //! Decoding reads the header first and refuses images over the caller's
 //! limits before a pixel buffer exists, so a small file that claims to be
@@ -118,6 +120,14 @@ pub fn probe(bytes: &[u8]) -> Result<ImageInfo> {
             format,
         });
     }
+    if format == Format::Jpeg {
+        let (width, height) = super::jpeg::probe(bytes)?;
+        return Ok(ImageInfo {
+            width,
+            height,
+            format,
+        });
+    }
     // Reading a header allocates nothing that scales with the image.
     r.no_limits();
     let (width, height) = r
@@ -173,10 +183,10 @@ pub fn check_limits(info: &ImageInfo, limits: &DecodeLimits) -> Result<()> {
 pub fn decode(bytes: &[u8], limits: &DecodeLimits, device: &Device) -> Result<Tensor> {
     let info = probe(bytes)?;
     check_limits(&info, limits)?;
-    let (mut r, format) = reader(bytes)?;
-    if format == Format::Jpeg {
-        check_jpeg_complete(bytes)?;
+    if info.format == Format::Jpeg {
+        return super::jpeg::decode(bytes, None, limits, device);
     }
+    let (mut r, format) = reader(bytes)?;
     // The decoder's own allocation cap backs up the header check: a file
     // whose frames disagree with its header still cannot allocate past it.
     let mut l = image::Limits::default();
@@ -218,9 +228,10 @@ pub fn from_dynamic(img: DynamicImage, device: &Device) -> Result<Tensor> {
     Tensor::from_vec(data, vec![h, w, c], device)
 }
 
-/// Encodes an image tensor. `quality` (1..=100) applies to JPEG; PNG and
-/// WebP are lossless (the WebP encoder has no lossy mode). JPEG has no
-/// alpha channel, so alpha is dropped when writing one.
+/// Encodes an image tensor. `quality` (1..=100) applies to JPEG, which is
+/// baseline with 4:2:0 chroma below quality 90 and 4:4:4 from 90 up, and
+/// has no alpha channel (alpha is dropped); PNG and WebP are lossless (the
+/// WebP encoder has no lossy mode).
 pub fn encode(img: &Tensor, format: Format, quality: u8) -> Result<Vec<u8>> {
     let (h, w, c) = dims_u8("image.encode", img)?;
     if !(1..=100).contains(&quality) {
@@ -237,33 +248,65 @@ pub fn encode(img: &Tensor, format: Format, quality: u8) -> Result<Vec<u8>> {
         shape: vec![h, w, c],
         why,
     };
-    let (wu, hu) = (
-        u32::try_from(w).map_err(|e| enc_err(e.to_string()))?,
-        u32::try_from(h).map_err(|e| enc_err(e.to_string()))?,
-    );
-    let mut pixels = img.contiguous()?.to_vec::<u8>()?;
-    let mut channels = c;
-    if format == Format::Jpeg && (c == 2 || c == 4) {
-        pixels = drop_alpha(&pixels, c);
-        channels = c - 1;
-    }
-    let color = match channels {
+    let pixels = img.contiguous()?;
+    pixels.with_slice::<u8, _>(|pixels| {
+        match format {
+            Format::Jpeg => encode_jpeg(pixels, (h, w, c), quality),
+            Format::Png | Format::WebP => encode_lossless(pixels, (h, w, c), format),
+        }
+        .map_err(enc_err)
+    })?
+}
+
+/// PNG, or lossless WebP, through the `image` crate's encoders.
+fn encode_lossless(
+    pixels: &[u8],
+    (h, w, c): (usize, usize, usize),
+    format: Format,
+) -> std::result::Result<Vec<u8>, String> {
+    let side = |n: usize| u32::try_from(n).map_err(|e| e.to_string());
+    let (wu, hu) = (side(w)?, side(h)?);
+    let color = match c {
         1 => ExtendedColorType::L8,
         2 => ExtendedColorType::La8,
         3 => ExtendedColorType::Rgb8,
         _ => ExtendedColorType::Rgba8,
     };
     let mut out = Vec::new();
-    let res = match format {
-        Format::Jpeg => image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality)
-            .write_image(&pixels, wu, hu, color),
-        Format::Png => {
-            image::codecs::png::PngEncoder::new(&mut out).write_image(&pixels, wu, hu, color)
-        }
-        Format::WebP => image::codecs::webp::WebPEncoder::new_lossless(&mut out)
-            .write_image(&pixels, wu, hu, color),
+    let res = if format == Format::Png {
+        image::codecs::png::PngEncoder::new(&mut out).write_image(pixels, wu, hu, color)
+    } else {
+        image::codecs::webp::WebPEncoder::new_lossless(&mut out).write_image(pixels, wu, hu, color)
     };
-    res.map_err(|e| enc_err(e.to_string()))?;
+    res.map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// Baseline JPEG with 4:2:0 chroma (box-averaged, as libjpeg does) below
+/// quality 90 and 4:4:4 from 90 up; alpha is dropped (JPEG has none).
+fn encode_jpeg(
+    pixels: &[u8],
+    (h, w, c): (usize, usize, usize),
+    quality: u8,
+) -> std::result::Result<Vec<u8>, String> {
+    let side = |n: usize| {
+        u16::try_from(n).map_err(|_| format!("JPEG sides are at most 65535 pixels, got {n}"))
+    };
+    let (wu, hu) = (side(w)?, side(h)?);
+    let grey;
+    let (data, color) = match c {
+        1 => (pixels, jpeg_encoder::ColorType::Luma),
+        2 => {
+            grey = drop_alpha(pixels, 2);
+            (&grey[..], jpeg_encoder::ColorType::Luma)
+        }
+        3 => (pixels, jpeg_encoder::ColorType::Rgb),
+        _ => (pixels, jpeg_encoder::ColorType::Rgba),
+    };
+    let mut out = Vec::with_capacity(h * w * c / 8 + 1024);
+    let mut enc = jpeg_encoder::Encoder::new(&mut out, quality);
+    enc.set_chroma_subsampling_method(jpeg_encoder::ChromaSubsamplingMethod::Average);
+    enc.encode(data, wu, hu, color).map_err(|e| e.to_string())?;
     Ok(out)
 }
 

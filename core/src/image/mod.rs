@@ -18,9 +18,9 @@ pub mod codec;
 pub mod colour;
 pub mod filters;
 pub mod geometry;
+pub mod jpeg;
 pub mod resample;
 pub mod resample_cpu;
-pub mod shrink_on_load;
 pub mod taps;
 pub mod transform;
 

@@ -5,7 +5,6 @@ use super::codec::{decode, encode, DecodeLimits, Format};
 use super::filters::{blur, sharpen};
 use super::invalid;
 use super::resample::{fit_size, resize, Filter};
-use super::shrink_on_load::decode_jpeg_at_least;
 use crate::device::Device;
 use crate::error::Result;
 
@@ -87,14 +86,10 @@ pub fn transform(
     let (w, h) = (info.width as usize, info.height as usize);
     let (ow, oh) = fit_size(h, w, o.width, o.height);
     // Shrink-on-load when the JPEG is downscaled 2x or more on both axes.
-    let scaled = if o.shrink_on_load && info.format == Format::Jpeg && w >= 2 * ow && h >= 2 * oh {
-        decode_jpeg_at_least(bytes, ow, oh, &o.limits, &Device::Cpu)?
+    let img = if o.shrink_on_load && info.format == Format::Jpeg && w >= 2 * ow && h >= 2 * oh {
+        super::jpeg::decode(bytes, Some((ow, oh)), &o.limits, &Device::Cpu)?
     } else {
-        None
-    };
-    let img = match scaled {
-        Some(img) => img,
-        None => decode(bytes, &o.limits, &Device::Cpu)?,
+        decode(bytes, &o.limits, &Device::Cpu)?
     };
     let t1 = now_ms();
     let mut img = resize(&img, ow, oh, o.filter)?;
