@@ -95,109 +95,115 @@ pub fn resample_cpu<T: Sample, O: Out>(
     let rows_first = (ho * w * c) as f64 * kr + 2.0 * (ho * wo * c) as f64 * kc;
     let cols_first = 2.0 * (h * wo * c) as f64 * kc + (ho * wo * c) as f64 * kr;
     if rows_first <= cols_first {
-        let mid: Vec<f32> = run_pass(ho, w * c, Finish::F32, |i, d| {
-            rows_row(src, w * c, rows, i, d)
+        let mid: Vec<f32> = run_pass(ho, w * c, Finish::F32, 0, |i, _, d| {
+            rows_row(src, w * c, rows, i, &mut d[..w * c])
         });
-        run_pass(ho, wo * c, finish, |y, d| {
-            cols_row(&mid, y * w * c, c, cols, d)
+        run_pass(ho, wo * c, finish, w * c + 1, |y, row, d| {
+            cols_row(&mid[y * w * c..(y + 1) * w * c], row, c, cols, d)
         })
     } else {
-        let mid: Vec<f32> = run_pass(h, wo * c, Finish::F32, |y, d| {
-            cols_row(src, y * w * c, c, cols, d)
+        let mid: Vec<f32> = run_pass(h, wo * c, Finish::F32, w * c + 1, |y, row, d| {
+            cols_row(&src[y * w * c..(y + 1) * w * c], row, c, cols, d)
         });
-        run_pass(ho, wo * c, finish, |i, d| {
-            rows_row(&mid, wo * c, rows, i, d)
+        run_pass(ho, wo * c, finish, 0, |i, _, d| {
+            rows_row(&mid, wo * c, rows, i, &mut d[..wo * c])
         })
     }
 }
 
-/// Fills `n_rows` rows of `row_len` outputs: `row(i, sums)` computes row
-/// `i`'s f32 sums into a scratch row, which `finish` then writes out.
+/// Fills `n_rows` rows of `row_len` outputs: `row(i, scratch, sums)`
+/// computes row `i`'s f32 sums into a scratch row of `row_len + 1` (the
+/// last a spill lane for 4-lane stores), with `scratch_len` more f32 of
+/// scratch space of its own, and `finish` then writes the sums out.
 fn run_pass<O: Out>(
     n_rows: usize,
     row_len: usize,
     finish: Finish<'_>,
-    row: impl Fn(usize, &mut [f32]) + Sync + Send,
+    scratch_len: usize,
+    row: impl Fn(usize, &mut [f32], &mut [f32]) + Sync + Send,
 ) -> Vec<O> {
     let mut out = vec![O::default(); n_rows * row_len];
     // Blocks of several rows keep threads busy without tiny tasks.
     let rows_per_block = (16_384 / row_len.max(1)).max(1);
     for_blocks(&mut out, rows_per_block * row_len, |b, dst| {
-        let mut sums = vec![0f32; row_len];
+        let mut sums = vec![0f32; row_len + 1];
+        let mut scratch = vec![0f32; scratch_len];
         for (r, drow) in dst.chunks_mut(row_len).enumerate() {
             let i = b * rows_per_block + r;
-            row(i, &mut sums);
-            O::finish(finish, i * row_len, &sums, drow);
+            row(i, &mut scratch, &mut sums);
+            O::finish(finish, i * row_len, &sums[..row_len], drow);
         }
     });
     out
 }
 
 /// Output row `i` of the pass along axis 0: a weighted sum of whole input
-/// rows, 8 outputs at a time with the sum kept in registers across the taps
-/// (one store per output rather than one per tap).
+/// rows, one contiguous multiply-add sweep per tap (vectorised; the output
+/// row stays in L1 between sweeps).
 fn rows_row<T: Sample>(src: &[T], row_len: usize, taps: &Taps, i: usize, dst: &mut [f32]) {
-    const L: usize = 8;
     let s = taps.start[i];
     let wts = taps.row(i);
     let rows = &src[s * row_len..(s + wts.len()) * row_len];
-    let full = row_len / L * L;
-    for (jb, out) in dst[..full].chunks_exact_mut(L).enumerate() {
-        let j = jb * L;
-        let mut acc = [0f32; L];
+    let mut rows = rows.chunks_exact(row_len).zip(wts);
+    if let Some((r, &w0)) = rows.next() {
+        for (o, &v) in dst.iter_mut().zip(r) {
+            *o = w0 * v.f();
+        }
+    }
+    for (r, &wk) in rows {
+        for (o, &v) in dst.iter_mut().zip(r) {
+            *o += wk * v.f();
+        }
+    }
+}
+
+/// Output row of the pass along axis 1 from the input row `src` (pixels of
+/// `c` channels), read through `row`: `src` as f32 plus one padding lane,
+/// so every pixel can be loaded as one 4-lane vector. `dst` has one spill
+/// lane past the row.
+fn cols_row<T: Sample>(src: &[T], row: &mut [f32], c: usize, taps: &Taps, dst: &mut [f32]) {
+    let row = &mut row[..src.len() + 1];
+    for (r, &v) in row.iter_mut().zip(src) {
+        *r = v.f();
+    }
+    match c {
+        3 => cols_row_vec::<3>(row, taps, dst),
+        4 => cols_row_vec::<4>(row, taps, dst),
+        _ => cols_row_scalar(&row[..src.len()], c, taps, &mut dst[..taps.n_out() * c]),
+    }
+}
+
+/// RGB and RGBA: one 4-lane multiply-add per tap, and one 4-lane store per
+/// pixel. For RGB the fourth lane holds the next pixel's first channel (or
+/// the padding); its sum lands where the next pixel's store overwrites it,
+/// or in `dst`'s spill lane, so all four lanes stay one vector.
+#[inline(always)]
+fn cols_row_vec<const C: usize>(row: &[f32], taps: &Taps, dst: &mut [f32]) {
+    for x in 0..taps.n_out() {
+        let s = taps.start[x] * C;
+        let wts = taps.row(x);
+        let run = &row[s..s + (wts.len() - 1) * C + 4];
+        let mut acc = [0f32; 4];
         for (k, &wk) in wts.iter().enumerate() {
-            let r = &rows[k * row_len + j..k * row_len + j + L];
-            for (a, &v) in acc.iter_mut().zip(r) {
-                *a += wk * v.f();
+            let p: &[f32; 4] = run[k * C..k * C + 4].try_into().unwrap_or(&[0.0; 4]);
+            for (a, &v) in acc.iter_mut().zip(p) {
+                *a += wk * v;
             }
         }
-        out.copy_from_slice(&acc);
-    }
-    for (j, o) in dst.iter_mut().enumerate().skip(full) {
-        *o = wts
-            .iter()
-            .enumerate()
-            .fold(0.0, |a, (k, &wk)| a + wk * rows[k * row_len + j].f());
+        dst[x * C..x * C + 4].copy_from_slice(&acc);
     }
 }
 
-/// Output row of the pass along axis 1, from the input row starting at
-/// `src[base]` (pixels of `c` channels). `src` is the whole image, so the
-/// 4-lane loads may read past the row's end into the next row.
-fn cols_row<T: Sample>(src: &[T], base: usize, c: usize, taps: &Taps, dst: &mut [f32]) {
-    match c {
-        1 => cols_row_n::<T, 1>(src, base, taps, dst),
-        2 => cols_row_n::<T, 2>(src, base, taps, dst),
-        3 => cols_row_n::<T, 3>(src, base, taps, dst),
-        _ => cols_row_n::<T, 4>(src, base, taps, dst),
-    }
-}
-
-#[inline(always)]
-fn cols_row_n<T: Sample, const C: usize>(src: &[T], base: usize, taps: &Taps, dst: &mut [f32]) {
-    for (x, px) in dst.chunks_exact_mut(C).enumerate() {
-        let s = base + taps.start[x] * C;
+/// Grey and grey + alpha: one accumulator per channel.
+fn cols_row_scalar(row: &[f32], c: usize, taps: &Taps, dst: &mut [f32]) {
+    for (x, px) in dst.chunks_exact_mut(c).enumerate() {
+        let s = taps.start[x] * c;
         let wts = taps.row(x);
-        if C >= 3 && s + (wts.len() - 1) * C + 4 <= src.len() {
-            // One 4-lane multiply-add per tap; for RGB the fourth lane
-            // reads the next pixel's first channel and is dropped.
-            let mut acc = [0f32; 4];
-            for (k, &wk) in wts.iter().enumerate() {
-                let p = &src[s + k * C..s + k * C + 4];
-                for (j, a) in acc.iter_mut().enumerate() {
-                    *a += wk * p[j].f();
-                }
-            }
-            px.copy_from_slice(&acc[..C]);
-        } else {
-            let run = &src[s..s + wts.len() * C];
-            let mut acc = [0f32; C];
-            for (p, &wk) in run.chunks_exact(C).zip(wts) {
-                for (a, &v) in acc.iter_mut().zip(p) {
-                    *a += wk * v.f();
-                }
-            }
-            px.copy_from_slice(&acc);
+        for (ch, o) in px.iter_mut().enumerate() {
+            *o = wts
+                .iter()
+                .enumerate()
+                .fold(0.0, |a, (k, &wk)| a + wk * row[s + k * c + ch]);
         }
     }
 }
