@@ -137,6 +137,19 @@ pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
     fn into_vec(s: CpuStorage) -> std::result::Result<Vec<Self>, CpuStorage>;
 }
 
+/// `v` clamped to `0.0..=255.0`, NaN to 0. Written as compare-and-select
+/// rather than `max`/`min`, whose NaN rule has no SIMD128 instruction, so
+/// loops over f32 lanes stay vectorised.
+#[inline(always)]
+pub fn clamp_u8_range(v: f32) -> f32 {
+    let v = if v > 0.0 { v } else { 0.0 };
+    if v < 255.0 {
+        v
+    } else {
+        255.0
+    }
+}
+
 macro_rules! element {
     ($t:ty, $d:expr, $var:ident, |$s:ident| $to:expr, |$v:ident| $from:expr $(, $extra:item)*) => {
         impl Element for $t {
@@ -181,10 +194,10 @@ element!(
     U8,
     |s| s as f64,
     |v| cast_u8(v),
-    // `cast_u8` on f32 lanes: max/min drop NaN (to 0), then truncate.
+    // `cast_u8` on f32 lanes: clamp (NaN to 0), then truncate.
     #[inline(always)]
     fn from_f32(v: f32) -> Self {
-        (v.max(0.0).min(255.0) as i32) as u8
+        clamp_u8_range(v) as i32 as u8
     }
 );
 element!(bool, DType::Bool, Bool, |s| s as u8 as f64, |v| v != 0.0);

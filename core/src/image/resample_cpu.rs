@@ -48,7 +48,7 @@ pub enum Finish<'a> {
 /// truncate.
 #[inline(always)]
 fn round_u8(v: f32) -> u8 {
-    (v.max(0.0).min(255.0) + 0.5) as i32 as u8
+    (crate::dtype::clamp_u8_range(v) + 0.5) as i32 as u8
 }
 
 /// Output elements of a finished resample.
