@@ -40,6 +40,20 @@ pub trait Backend: Send + Sync {
     /// Waits until all submitted work has finished.
     fn synchronize(&self) -> Result<()>;
 
+    /// Copies `len` elements of `src`, starting at element `src_offset`,
+    /// over the first `len` elements of `dst`, in place and in submission
+    /// order (after the kernels queued so far). Both are buffers of this
+    /// device and of one dtype, checked by the caller. The CUDA backend
+    /// queues a device-to-device copy, which a graph capture records, so
+    /// [`crate::Tensor::assign`] keeps a tensor's buffer across replays.
+    fn copy(&self, src: &Storage, src_offset: usize, dst: &Storage, len: usize) -> Result<()> {
+        let _ = (src, src_offset, len);
+        Err(Error::Backend {
+            op: "assign",
+            message: format!("{} cannot copy into an existing buffer yet", dst.device()),
+        })
+    }
+
     /// True when this device stores and computes `dtype` (`Device::Auto`
     /// keeps graphs with other dtypes on the CPU).
     fn supports_dtype(&self, dtype: crate::dtype::DType) -> bool {

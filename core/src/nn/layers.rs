@@ -254,6 +254,34 @@ impl BatchNorm2d {
         }
     }
 
+    /// Replaces the running mean and variance (shape `[channels]` each),
+    /// e.g. with tensors taken from [`BatchNorm2d::running_stats`] before a
+    /// step after copying the step's values into them
+    /// ([`Tensor::assign`]), so a step recorded as a CUDA graph keeps
+    /// updating the same buffers.
+    pub fn set_running_stats(&self, (mean, var): (Tensor, Tensor)) -> Result<()> {
+        let (m0, v0) = self.running_stats();
+        if mean.shape() != m0.shape() || var.shape() != v0.shape() {
+            return Err(Error::InvalidArgument {
+                op: "batch_norm",
+                what: "running statistics",
+                expected: "a mean and a variance of shape [channels]",
+                got: format!(
+                    "{:?} and {:?} for {:?}",
+                    mean.shape(),
+                    var.shape(),
+                    m0.shape()
+                ),
+            });
+        }
+        let mut guard = match self.running.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        *guard = (mean, var);
+        Ok(())
+    }
+
     pub fn parameters(&self) -> Vec<Param> {
         vec![self.weight.clone(), self.bias.clone()]
     }

@@ -2,8 +2,11 @@
 //! AdamW decays the weights directly, Adam adds `weight_decay·p` to the
 //! gradient.
 
-use super::{check_grads, realize_step, scalar_leaf, Optimizer};
+use super::{check_grads, check_state, realize_step, Optimizer, ScalarCache};
+use crate::backend::cpu::CpuStorage;
+use crate::dtype::DType;
 use crate::error::Result;
+use crate::layout::Layout;
 use crate::nn::Param;
 use crate::tensor::Tensor;
 
@@ -50,24 +53,46 @@ pub struct Adam {
     /// Steps taken so far.
     pub t: u64,
     moments: Vec<(Tensor, Tensor)>,
+    /// `(1 - beta1^t, 1 - beta2^t)` as f32 device scalars, advanced on the
+    /// device by `c' = (1 - beta) + beta·c` (no cancellation, so no loss of
+    /// precision as `beta^t` nears 1): a recorded step that replays still
+    /// corrects by the right step count. `None` without parameters.
+    bias: Option<(Tensor, Tensor)>,
+    lr_leaf: ScalarCache,
+    decay_leaf: ScalarCache,
 }
 
 impl Adam {
     pub fn new(params: Vec<Param>, options: AdamOptions) -> Result<Adam> {
+        // Zeros uploaded per tensor, not one lazy `zeros` shared: every
+        // moment needs a buffer of its own for `step_in_place`.
+        let zeros = |t: &Tensor| {
+            let host = CpuStorage::try_zeros("adam", t.dtype(), t.numel())?;
+            Tensor::from_storage(host, Layout::contiguous(t.shape()), *t.device())
+        };
         let moments = params
             .iter()
             .map(|p| {
-                let z = p.value().zeros_like()?;
-                Ok((z.clone(), z))
+                let w = p.value();
+                Ok((zeros(&w)?, zeros(&w)?))
             })
             .collect::<Result<Vec<_>>>()?;
-        let zeros: Vec<Tensor> = moments.iter().map(|m| m.0.clone()).collect();
-        Tensor::realize_all(&zeros)?;
+        // 1 - beta^0 = 0 for both corrections.
+        let bias = match params.first() {
+            Some(p) => {
+                let c = Tensor::zeros((), DType::F32, p.value().device())?;
+                Some((zeros(&c)?, zeros(&c)?))
+            }
+            None => None,
+        };
         Ok(Adam {
             params,
             options,
             t: 0,
             moments,
+            bias,
+            lr_leaf: ScalarCache::default(),
+            decay_leaf: ScalarCache::default(),
         })
     }
 }
@@ -81,19 +106,26 @@ impl Optimizer for Adam {
         check_grads("adam", &self.params, grads)?;
         let o = self.options;
         let t = self.t + 1;
-        let bc1 = 1.0 - o.beta1.powi(t as i32);
-        let bc2 = 1.0 - o.beta2.powi(t as i32);
+        let bias = match &self.bias {
+            Some((c1, c2)) => Some((
+                c1.mul_scalar(o.beta1)?.add_scalar(1.0 - o.beta1)?,
+                c2.mul_scalar(o.beta2)?.add_scalar(1.0 - o.beta2)?,
+            )),
+            None => None,
+        };
         let mut new_p = Vec::with_capacity(self.params.len());
         let mut new_m = Vec::with_capacity(self.params.len());
         for ((p, g), (m, v)) in self.params.iter().zip(grads).zip(&self.moments) {
             let w = p.value();
-            let step_size = scalar_leaf(o.lr / bc1, &w)?;
-            let inv_sqrt_bc2 = scalar_leaf(1.0 / bc2.sqrt(), &w)?;
+            let Some((bc1, bc2)) = &bias else { break };
+            let lr = self.lr_leaf.get(o.lr, &w)?;
+            let step_size = lr.div(&bc1.cast(w.dtype())?)?;
+            let inv_sqrt_bc2 = bc2.rsqrt()?.cast(w.dtype())?;
             let mut g = g.cast(w.dtype())?;
             let mut w0 = w.clone();
             if o.weight_decay != 0.0 {
                 if o.decoupled {
-                    w0 = w.mul(&scalar_leaf(1.0 - o.lr * o.weight_decay, &w)?)?;
+                    w0 = w.mul(&self.decay_leaf.get(1.0 - o.lr * o.weight_decay, &w)?)?;
                 } else {
                     g = g.add(&w.mul_scalar(o.weight_decay)?)?;
                 }
@@ -111,12 +143,43 @@ impl Optimizer for Adam {
             updates.push(m.clone());
             updates.push(v.clone());
         }
+        updates.extend(bias.iter().flat_map(|(a, b)| [a.clone(), b.clone()]));
         realize_step(&updates, with)?;
         for (p, v) in self.params.iter().zip(new_p) {
             p.set_realized(v);
         }
         self.moments = new_m;
+        self.bias = bias;
         self.t = t;
+        Ok(())
+    }
+
+    fn state(&self) -> Vec<Tensor> {
+        let mut s: Vec<Tensor> = self.params.iter().map(Param::value).collect();
+        for (m, v) in &self.moments {
+            s.push(m.clone());
+            s.push(v.clone());
+        }
+        s.extend(self.bias.iter().flat_map(|(a, b)| [a.clone(), b.clone()]));
+        s
+    }
+
+    fn set_state(&mut self, state: Vec<Tensor>) -> Result<()> {
+        check_state("adam", &self.state(), &state)?;
+        let mut it = state.into_iter();
+        for p in &self.params {
+            if let Some(v) = it.next() {
+                p.set(v)?;
+            }
+        }
+        for (m, v) in &mut self.moments {
+            if let (Some(a), Some(b)) = (it.next(), it.next()) {
+                (*m, *v) = (a, b);
+            }
+        }
+        if let (Some(bias), Some(a), Some(b)) = (&mut self.bias, it.next(), it.next()) {
+            *bias = (a, b);
+        }
         Ok(())
     }
 }

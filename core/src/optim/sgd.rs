@@ -1,7 +1,7 @@
 //! Stochastic gradient descent with momentum and weight decay, as PyTorch's
 //! `SGD` (dampening 0, not Nesterov).
 
-use super::{check_grads, realize_step, scalar_leaf, Optimizer};
+use super::{check_grads, check_state, realize_step, Optimizer, ScalarCache};
 use crate::error::Result;
 use crate::nn::Param;
 use crate::tensor::Tensor;
@@ -13,6 +13,7 @@ pub struct Sgd {
     pub momentum: f64,
     pub weight_decay: f64,
     velocity: Vec<Option<Tensor>>,
+    lr_leaf: ScalarCache,
 }
 
 impl Sgd {
@@ -24,6 +25,7 @@ impl Sgd {
             momentum,
             weight_decay,
             velocity,
+            lr_leaf: ScalarCache::default(),
         }
     }
 }
@@ -39,7 +41,7 @@ impl Optimizer for Sgd {
         let mut new_v = Vec::with_capacity(self.params.len());
         for ((p, g), v) in self.params.iter().zip(grads).zip(&self.velocity) {
             let w = p.value();
-            let lr = scalar_leaf(self.lr, &w)?;
+            let lr = self.lr_leaf.get(self.lr, &w)?;
             let mut d = g.cast(w.dtype())?;
             if self.weight_decay != 0.0 {
                 d = d.add(&w.mul_scalar(self.weight_decay)?)?;
@@ -62,7 +64,36 @@ impl Optimizer for Sgd {
         for (p, v) in self.params.iter().zip(new_p) {
             p.set_realized(v);
         }
-        self.velocity = new_v;
+        // The first velocity is the gradient itself, which may be a view
+        // (a convolution's weight gradient is a permuted one): give it a
+        // buffer of its own so `step_in_place` can write into it.
+        self.velocity = new_v
+            .into_iter()
+            .map(|v| v.map(|t| t.to_owned_buffer()).transpose())
+            .collect::<Result<_>>()?;
+        Ok(())
+    }
+
+    fn state(&self) -> Vec<Tensor> {
+        let params = self.params.iter().map(Param::value);
+        params
+            .chain(self.velocity.iter().flatten().cloned())
+            .collect()
+    }
+
+    fn set_state(&mut self, state: Vec<Tensor>) -> Result<()> {
+        check_state("sgd", &self.state(), &state)?;
+        let mut it = state.into_iter();
+        for p in &self.params {
+            if let Some(v) = it.next() {
+                p.set(v)?;
+            }
+        }
+        for v in self.velocity.iter_mut().flatten() {
+            if let Some(t) = it.next() {
+                *v = t;
+            }
+        }
         Ok(())
     }
 }

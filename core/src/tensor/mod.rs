@@ -10,6 +10,7 @@
 //! # Ok::<(), fusegraph_core::Error>(())
 //! ```
 
+mod assign;
 mod create;
 mod decomp;
 mod elementwise;

@@ -372,6 +372,40 @@ impl Backend for CudaBackend {
         )
     }
 
+    fn copy(&self, src: &Storage, src_offset: usize, dst: &Storage, len: usize) -> Result<()> {
+        let _g = self.enter();
+        self.bind()?;
+        let (from, to) = (self.ptr_of(src)?, self.ptr_of(dst)?);
+        let size = src.dtype().size_in_bytes();
+        if src_offset + len > src.len() || len > dst.len() || src.dtype() != dst.dtype() {
+            return Err(Error::Backend {
+                op: "cuda copy",
+                message: format!(
+                    "{len} elements from offset {src_offset} of a {} buffer of {} into a {} buffer of {}",
+                    src.dtype(),
+                    src.len(),
+                    dst.dtype(),
+                    dst.len()
+                ),
+            });
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: both buffers are live device memory of this context and
+        // hold the ranges checked above; the copy is queued on the one
+        // stream, behind the kernels that write `src` and read `dst`.
+        unsafe {
+            result::memcpy_dtod_async(
+                to,
+                from + (src_offset * size) as u64,
+                len * size,
+                self.cu_stream(),
+            )
+        }
+        .map_err(|e| error::driver("cuda copy", &self.name, e))
+    }
+
     fn synchronize(&self) -> Result<()> {
         drop(self.wait_for_capture());
         self.bind()?;

@@ -18,6 +18,49 @@
 //! # Ok::<(), fusegraph::Error>(())
 //! ```
 //!
+//! A training step replays the same way once every tensor it carries to
+//! the next step stays in its buffer: take one ordinary step (so the
+//! optimiser's state exists), then record a step that uses
+//! [`Optimizer::step_in_place`](fusegraph_core::optim::Optimizer::step_in_place)
+//! (the new parameters and moments are copied into the old buffers, a copy
+//! the graph records) and [`Tensor::assign`](fusegraph_core::Tensor::assign) for anything else that
+//! carries over (batch-norm running statistics). New batches go into the
+//! step's input tensors with `assign` before each replay; the loss the
+//! closure returned holds the latest replay's value.
+//!
+//! ```no_run
+//! use fusegraph::nn::{Linear, Param};
+//! use fusegraph::optim::{Optimizer, Sgd};
+//! use fusegraph::{autograd, CudaDevice, DType, Device, Tensor};
+//! let dev = Device::cuda(0)?;
+//! let net = Linear::new(784, 10, true, 1, &dev)?;
+//! let mut opt = Sgd::new(net.parameters(), 0.1, 0.9, 0.0);
+//! let x = Tensor::randn([256, 784], 2, DType::F32, &dev)?;
+//! let y = Tensor::from_vec(vec![3i32; 256], [256], &dev)?;
+//! let train_step = |opt: &mut Sgd, in_place: bool| {
+//!     let loss = net.forward(&x)?.cross_entropy(&y)?;
+//!     let leaves = opt.leaves();
+//!     let grads = autograd::grad(&loss, &leaves.iter().collect::<Vec<_>>())?;
+//!     if in_place {
+//!         opt.step_in_place(&grads, std::slice::from_ref(&loss))?;
+//!     } else {
+//!         opt.step(&grads, std::slice::from_ref(&loss))?;
+//!     }
+//!     Ok(loss)
+//! };
+//! train_step(&mut opt, false)?; // creates the momentum buffers
+//! let step = fusegraph::cuda::capture(&dev, || train_step(&mut opt, true))?;
+//! for _ in 0..100 {
+//!     // x.assign(&next_batch)?;  (a realized tensor on the device)
+//!     step.replay()?;
+//! }
+//! println!("loss {}", step.value().item::<f32>()?);
+//! # Ok::<(), fusegraph::Error>(())
+//! ```
+//!
+//! Hyper-parameters are read when the step is recorded: a replay keeps
+//! the learning rate it was recorded with (record again to change it).
+//!
 //! Rules: inputs must already be on the device (no uploads or read-backs
 //! while capturing; those are errors), and the buffers the closure
 //! allocates belong to the graph until it is dropped, so each replay
