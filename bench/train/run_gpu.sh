@@ -34,7 +34,11 @@ for l in sys.stdin:
 
 run() {
   OUT="${OUT:-$bin/out}"; mkdir -p "$OUT"
-  export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  # The toolkit's libraries, and those of pip's nvidia-* wheels when present.
+  local extra
+  extra=$(python3 -c 'import glob, os, site
+print(":".join(sorted({p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, "nvidia", "**", "lib"), recursive=True)})))' 2>/dev/null || true)
+  export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${extra}:${LD_LIBRARY_PATH:-}"
   export FUSEGRAPH_REQUIRE_CUDA=1 FUSEGRAPH_CACHE_DIR="${FUSEGRAPH_CACHE_DIR:-/tmp/fusegraph-cache}"
   local status=0 torch_args=()
   [ "${1:-}" = "--skip-torch-resnet" ] && torch_args=(--skip-resnet)
