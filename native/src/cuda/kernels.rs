@@ -133,10 +133,20 @@ pub(crate) fn launch(
             ),
         });
     }
-    let mut params: Vec<*mut c_void> = ptrs
-        .iter_mut()
-        .map(|p| p as *mut sys::CUdeviceptr as *mut c_void)
-        .collect();
+    // Eager ops launch one small kernel each, so the parameter array lives
+    // on the stack unless a fused kernel takes more than it holds.
+    const ON_STACK: usize = 16;
+    let mut stack = [std::ptr::null_mut::<c_void>(); ON_STACK];
+    let mut heap = Vec::new();
+    let params: &mut [*mut c_void] = if ptrs.len() <= ON_STACK {
+        &mut stack[..ptrs.len()]
+    } else {
+        heap.resize(ptrs.len(), std::ptr::null_mut());
+        &mut heap
+    };
+    for (slot, p) in params.iter_mut().zip(ptrs.iter_mut()) {
+        *slot = p as *mut sys::CUdeviceptr as *mut c_void;
+    }
     // SAFETY: the function takes exactly these pointer parameters (checked
     // above); each points into a buffer sized for the kernel's accesses.
     unsafe {
@@ -146,8 +156,56 @@ pub(crate) fn launch(
             (l.block[0], l.block[1], l.block[2]),
             0,
             stream,
-            &mut params,
+            params,
         )
     }
     .map_err(|e| error::driver("cuda launch", device, e))
+}
+
+/// The floor under eager dispatch: the host time of one bare launch of
+/// `schedule`'s first kernel (its buffers bound once, `n` launches back to
+/// back, no allocation, lookup or bookkeeping), per launch.
+pub fn launch_floor(
+    dev: &fusegraph_core::Device,
+    schedule: &fusegraph_core::schedule::Schedule,
+    leaves: &[Arc<fusegraph_core::backend::Storage>],
+    n: usize,
+) -> Result<std::time::Duration> {
+    use fusegraph_core::schedule::BufRef;
+    let be = super::backend_of(dev)?;
+    let _g = be.enter();
+    be.bind()?;
+    let step = schedule.steps.first().ok_or_else(|| Error::Backend {
+        op: "cuda launch floor",
+        message: "the schedule has no kernel".into(),
+    })?;
+    let info = &schedule.plan.slots[step.out];
+    let out = be.alloc(super::backend::nbytes(info.dtype, info.len))?;
+    let mut ptrs = Vec::new();
+    for a in &step.args {
+        match a {
+            BufRef::Leaf(i) => {
+                let leaf = leaves.get(*i).ok_or_else(|| Error::Backend {
+                    op: "cuda launch floor",
+                    message: format!("leaf {i} is missing"),
+                })?;
+                ptrs.push(be.ptr_of(leaf)?)
+            }
+            BufRef::Slot(_) => {
+                return Err(Error::Backend {
+                    op: "cuda launch floor",
+                    message: "the first kernel reads another kernel's output".into(),
+                })
+            }
+        }
+    }
+    ptrs.push(out.ptr());
+    let l = be.kernels.get(&step.kernel)?;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        launch(&l, &mut ptrs, be.cu_stream(), &be.name)?;
+    }
+    let per = t.elapsed() / n.max(1) as u32;
+    be.sync_stream()?;
+    Ok(per)
 }

@@ -46,6 +46,7 @@ mod exec;
 pub mod gemm_plan;
 mod graph;
 mod kernels;
+pub use kernels::launch_floor;
 pub mod loader;
 pub mod nvrtc;
 mod pinned;
