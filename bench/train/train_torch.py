@@ -12,7 +12,8 @@ Cases:
             torch.compile.
 
 Run on the GPU machine: python3 bench/train/train_torch.py
-  [--out PATH] [--skip-resnet]   (ResNet-18 compiles for minutes)
+  [--out PATH] [--skip-resnet] [--resnet-reps N (default 50)]
+  (ResNet-18 compiles for minutes)
 """
 
 import json
@@ -102,6 +103,7 @@ def resnet18_step_flops(batch=256):
 
 
 RESNET18_STEP_FLOPS = resnet18_step_flops()
+RESNET_REPS = int(sys.argv[sys.argv.index("--resnet-reps") + 1]) if "--resnet-reps" in sys.argv else 50
 
 
 def step_fn(model, opt, x, y, autocast, compiled):
@@ -161,7 +163,7 @@ def main():
         step()  # the first call compiles (minutes for torch.compile)
         torch.cuda.synchronize()
         first_s = time.perf_counter() - t0
-        r = timed(step, reps=50)
+        r = timed(step, reps=RESNET_REPS)
         r.update(name=name, first_step_s=first_s, tflops=RESNET18_STEP_FLOPS / (r["median_ms"] * 1e-3) / 1e12)
         out["cases"].append(r)
         print(r)

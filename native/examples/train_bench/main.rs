@@ -83,6 +83,9 @@ fn step(
     Ok(loss)
 }
 
+/// Builds a network on a device.
+type Builder = fn(&Device) -> Result<Box<dyn Model>>;
+
 struct Case<'a> {
     name: String,
     net: &'a dyn Model,
@@ -95,7 +98,7 @@ struct Case<'a> {
     /// Builds the same network on the CPU: the check then compares with
     /// the CPU backend (same parameters) instead of the f64 reference,
     /// whose ResNet-18 forward takes minutes even for one image.
-    cpu_twin: Option<fn(&Device) -> Result<Box<dyn Model>>>,
+    cpu_twin: Option<Builder>,
 }
 
 /// The first loss on `n` rows of `x`: (ours, the check's, its name).
