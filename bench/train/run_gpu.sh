@@ -45,9 +45,11 @@ print(":".join(sorted({p for s in site.getsitepackages() for p in glob.glob(os.p
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
   "$bin/cuda_train_graph" --nocapture 2>&1 | tee "$OUT/test.log" | tail -n 12 || status=1
   "$bin/digits" --cuda --min-accuracy 0.97 2>&1 | tee "$OUT/digits.log" | tail -n 3 || status=1
-  # Repetitions sized for one 10-minute device call with torch.compile's minutes.
-  "$bin/train_bench" --cuda --reps 50 --resnet-reps 20 --out "$OUT/train_fusegraph.json" 2>&1 | tee "$OUT/bench.log" || status=1
-  PYTHONUNBUFFERED=1 python3 bench/train/train_torch.py --out "$OUT/train_torch.json" --resnet-reps 20 "${torch_args[@]}" 2>&1 |
+  # Repetitions sized for one 10-minute device call with torch.compile's
+  # minutes; REPS and RESNET_REPS override them for a shorter call.
+  local reps="${REPS:-50}" resnet_reps="${RESNET_REPS:-20}"
+  "$bin/train_bench" --cuda --reps "$reps" --resnet-reps "$resnet_reps" --out "$OUT/train_fusegraph.json" 2>&1 | tee "$OUT/bench.log" || status=1
+  PYTHONUNBUFFERED=1 python3 bench/train/train_torch.py --out "$OUT/train_torch.json" --resnet-reps "$resnet_reps" "${torch_args[@]}" 2>&1 |
     tee "$OUT/torch.log" | grep -v Warning || status=1
   python3 bench/train/merge.py "$OUT/train_fusegraph.json" "$OUT/train_torch.json" "$OUT/gpu.txt" "$OUT/train.json" || status=1
   return $status
