@@ -123,6 +123,17 @@ def step_fn(model, opt, x, y, autocast, compiled):
     return step
 
 
+def out_path():
+    if "--out" in sys.argv:
+        return pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
+    return pathlib.Path(__file__).resolve().parents[1] / "results" / "train_torch.json"
+
+
+def save(out):
+    """Written after every case, so a run cut short keeps what it measured."""
+    out_path().write_text(json.dumps(out, indent=2))
+
+
 def main():
     torch.manual_seed(0)
     dev = "cuda"
@@ -148,6 +159,7 @@ def main():
         flops = 6 * 256 * (784 * 2048 + 2048 * 2048 + 2048 * 10)
         r.update(name=name, tflops=flops / (r["median_ms"] * 1e-3) / 1e12)
         out["cases"].append(r)
+        save(out)
         print(r)
     xi = torch.randn(256, 3, 32, 32, device=dev)
     resnet_cases = [] if "--skip-resnet" in sys.argv else [
@@ -166,12 +178,10 @@ def main():
         r = timed(step, reps=RESNET_REPS)
         r.update(name=name, first_step_s=first_s, tflops=RESNET18_STEP_FLOPS / (r["median_ms"] * 1e-3) / 1e12)
         out["cases"].append(r)
+        save(out)
         print(r)
-    path = pathlib.Path(__file__).resolve().parents[1] / "results" / "train_torch.json"
-    if "--out" in sys.argv:
-        path = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
-    path.write_text(json.dumps(out, indent=2))
-    print(f"wrote {path}")
+    save(out)
+    print(f"wrote {out_path()}")
 
 
 if __name__ == "__main__":
