@@ -18,7 +18,7 @@ use fusegraph_tests::*;
 /// split reduction's partial sums are added in another order (a few ulps
 /// per step, compounding over the steps).
 const TOL: f64 = 1e-4;
-const STEPS: usize = 8;
+const STEPS: usize = 24;
 
 struct Net {
     conv: Conv2d,
@@ -92,14 +92,11 @@ fn replay_matches_eager(make: impl Fn(Vec<Param>) -> Result<Box<dyn Optimizer>>)
     let batches = (0..2)
         .map(|i| {
             let x = Tensor::randn([16, 8, 8, 3], 100 + i, DType::F32, &d)?;
-            let y = Tensor::from_vec(
-                (0..16)
-                    .map(|j| (j * 3 + i as i32) % 4)
-                    .collect::<Vec<i32>>(),
-                [16],
-                &d,
-            )?;
-            Tensor::realize_all(&[x.clone(), y.clone()])?;
+            // The brightest channel of each image: a rule the network can
+            // learn, so the loss has somewhere to go.
+            let y = x.mean(&[1, 2], false)?.argmax(Some(-1), false)?;
+            let y = Tensor::from_vec(y.cast(DType::I32)?.to_vec::<i32>()?, [16], &d)?;
+            x.realize()?;
             Ok((x, y))
         })
         .collect::<Result<Vec<_>>>()?;
@@ -134,10 +131,10 @@ fn replay_matches_eager(make: impl Fn(Vec<Param>) -> Result<Box<dyn Optimizer>>)
     eprintln!("eager losses    {want:?}\nreplayed losses {got:?}");
     let r = rel(&got, &want);
     assert!(r < TOL, "losses differ by {r:.2e}: {got:?} vs {want:?}");
-    assert!(
-        got[STEPS - 1] < 0.8 * got[0],
-        "training progresses: {got:?}"
-    );
+    // Batches alternate, so compare a pair of steps with a pair (on the
+    // CPU the same run ends near 0.7 of where it starts, both optimisers).
+    let (start, end) = (got[0] + got[1], got[STEPS - 2] + got[STEPS - 1]);
+    assert!(end < 0.8 * start, "training progresses: {got:?}");
     for (a, b) in net.parameters().iter().zip(eager.parameters()) {
         let r = rel(&a.value().to_vec::<f32>()?, &b.value().to_vec::<f32>()?);
         assert!(r < TOL, "parameter {:?} differs by {r:.2e}", a.shape());
