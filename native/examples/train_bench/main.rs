@@ -259,6 +259,7 @@ fn run() -> Result<()> {
                 cpu_twin: None,
             };
             cases.push(time_case(case, &x, &y, dev)?);
+            write_json(&out, dev, &cases)?;
         }
     }
     if !flag("--skip-resnet") {
@@ -279,8 +280,15 @@ fn run() -> Result<()> {
                 cpu_twin: Some(|d| Ok(Box::new(ResNet18::new(d)?))),
             };
             cases.push(time_case(case, &x, &y, dev)?);
+            write_json(&out, dev, &cases)?;
         }
     }
+    write_json(&out, dev, &cases)
+}
+
+/// Writes the cases so far (after every case, so a run cut short keeps
+/// what it measured).
+fn write_json(out: &str, dev: Device, cases: &[String]) -> Result<()> {
     let describe = match dev {
         Device::Cpu => "cpu".to_string(),
         d => fusegraph::backend::get(d)?.describe(),
@@ -292,10 +300,8 @@ fn run() -> Result<()> {
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         cases.join(",\n    ")
     );
-    if let Err(e) = std::fs::write(&out, json) {
+    if let Err(e) = std::fs::write(out, json) {
         eprintln!("train_bench: could not write {out}: {e}");
-    } else {
-        println!("wrote {out}");
     }
     Ok(())
 }
