@@ -77,6 +77,19 @@ test('lanczos3 resize of a photo matches the f64 reference within 1', async () =
   assert.deepEqual(out.shape, [100, 150, 3]);
   const d = maxDiff(await out.toArray(), refResize(px, 300, 451, 3, 100, 150));
   assert.ok(d <= 1, `max |got - ref| = ${d}`);
+  // RGBA (alpha a gradient) and grey take their own column loops; an upscale too.
+  const rgba = new Uint8Array(300 * 451 * 4);
+  const grey = new Uint8Array(300 * 451);
+  for (let p = 0; p < 300 * 451; p++) {
+    rgba.set([px[3 * p], px[3 * p + 1], px[3 * p + 2], p % 251], 4 * p);
+    grey[p] = px[3 * p + 1];
+  }
+  for (const [data, c, oh, ow] of [[rgba, 4, 100, 150], [grey, 1, 100, 150], [rgba, 4, 420, 631]]) {
+    const got = fg.image.resize(fg.tensor(data, [300, 451, c]), { width: ow });
+    assert.deepEqual(got.shape, [oh, ow, c]);
+    const dc = maxDiff(await got.toArray(), refResize(data, 300, 451, c, oh, ow));
+    assert.ok(dc <= 1, `${c} channels to ${ow} wide: max |got - ref| = ${dc}`);
+  }
 });
 
 test('adjust matches the per-pixel formula; crop/flip/rotate are exact', async () => {
