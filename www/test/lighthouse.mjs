@@ -20,8 +20,25 @@ const { values: args } = parseArgs({ options: { out: { type: 'string' } } });
 const www = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = mkdtempSync(join(tmpdir(), 'fg-lighthouse-'));
 
+// Lighthouse sometimes fails to record its trace on a loaded machine
+// ("Something went wrong with recording the trace", NO_NAVSTART) and asks to
+// be run again: such a run produced no report, so it is retried (twice at
+// most, said in the output and the JSON). A run that reports bad metrics is
+// never retried. (A retried cold run finds the worker warm: its `attempt`
+// says so.)
 function lighthouse(label) {
-  const out = join(dir, `${label}.json`);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return { ...lighthouseOnce(`${label}${attempt > 1 ? `-retry${attempt - 1}` : ''}`, label), attempt };
+    } catch (e) {
+      if (attempt >= 3) throw e;
+      console.log(`lighthouse ${label}: no report (${e.message.split('\n')[0]}); running it again`);
+    }
+  }
+}
+
+function lighthouseOnce(file, label) {
+  const out = join(dir, `${file}.json`);
   execFileSync(
     join(www, 'node_modules', '.bin', 'lighthouse'),
     [
@@ -31,7 +48,7 @@ function lighthouse(label) {
       '--output=json',
       `--output-path=${out}`,
       '--quiet',
-      `--chrome-flags=--headless=new --no-sandbox --user-data-dir=${join(dir, `profile-${label}`)}`,
+      `--chrome-flags=--headless=new --no-sandbox --user-data-dir=${join(dir, `profile-${file}`)}`,
     ],
     { env: { ...process.env, CHROME_PATH: CHROMIUM }, stdio: ['ignore', 'inherit', 'inherit'] },
   );
