@@ -13,30 +13,21 @@
 
 use super::taps::Taps;
 use crate::backend::cpu::par::for_blocks;
-use std::borrow::Cow;
 
 /// Samples the passes read: u8 pixels or f32 intermediates.
 pub trait Sample: Copy + Send + Sync + 'static {
     fn f(self) -> f32;
-    /// The samples as f32: converted once (u8) or borrowed (f32).
-    fn all_f32(s: &[Self]) -> Cow<'_, [f32]>;
 }
 impl Sample for u8 {
     #[inline(always)]
     fn f(self) -> f32 {
         self as f32
     }
-    fn all_f32(s: &[u8]) -> Cow<'_, [f32]> {
-        Cow::Owned(s.iter().map(|&v| v as f32).collect())
-    }
 }
 impl Sample for f32 {
     #[inline(always)]
     fn f(self) -> f32 {
         self
-    }
-    fn all_f32(s: &[f32]) -> Cow<'_, [f32]> {
-        Cow::Borrowed(s)
     }
 }
 
@@ -104,10 +95,8 @@ pub fn resample_cpu<T: Sample, O: Out>(
     let rows_first = (ho * w * c) as f64 * kr + 2.0 * (ho * wo * c) as f64 * kc;
     let cols_first = 2.0 * (h * wo * c) as f64 * kc + (ho * wo * c) as f64 * kr;
     if rows_first <= cols_first {
-        // Each input row feeds several output rows: convert it once.
-        let src = T::all_f32(src);
         let mid: Vec<f32> = run_pass(ho, w * c, Finish::F32, 0, |i, _, d| {
-            rows_row(&src, w * c, rows, i, &mut d[..w * c])
+            rows_row(src, w * c, rows, i, &mut d[..w * c])
         });
         run_pass(ho, wo * c, finish, w * c + 1, |y, row, d| {
             cols_row(&mid[y * w * c..(y + 1) * w * c], row, c, cols, d)
@@ -151,28 +140,19 @@ fn run_pass<O: Out>(
 /// Output row `i` of the pass along axis 0: a weighted sum of whole input
 /// rows, one contiguous multiply-add sweep per tap (vectorised; the output
 /// row stays in L1 between sweeps).
-fn rows_row(src: &[f32], row_len: usize, taps: &Taps, i: usize, dst: &mut [f32]) {
+fn rows_row<T: Sample>(src: &[T], row_len: usize, taps: &Taps, i: usize, dst: &mut [f32]) {
     let s = taps.start[i];
     let wts = taps.row(i);
     let rows = &src[s * row_len..(s + wts.len()) * row_len];
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    return simd128::rows_row(rows, row_len, wts, dst);
-    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    rows_row_portable(rows, row_len, wts, dst)
-}
-
-/// [`rows_row`] on the taps' input rows, as loops LLVM vectorises.
-#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-fn rows_row_portable(rows: &[f32], row_len: usize, wts: &[f32], dst: &mut [f32]) {
     let mut rows = rows.chunks_exact(row_len).zip(wts);
     if let Some((r, &w0)) = rows.next() {
         for (o, &v) in dst.iter_mut().zip(r) {
-            *o = w0 * v;
+            *o = w0 * v.f();
         }
     }
     for (r, &wk) in rows {
         for (o, &v) in dst.iter_mut().zip(r) {
-            *o += wk * v;
+            *o += wk * v.f();
         }
     }
 }
@@ -199,16 +179,6 @@ fn cols_row<T: Sample>(src: &[T], row: &mut [f32], c: usize, taps: &Taps, dst: &
 /// or in `dst`'s spill lane, so all four lanes stay one vector.
 #[inline(always)]
 fn cols_row_vec<const C: usize>(row: &[f32], taps: &Taps, dst: &mut [f32]) {
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    return simd128::cols_row_vec::<C>(row, taps, dst);
-    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    cols_row_vec_portable::<C>(row, taps, dst)
-}
-
-/// [`cols_row_vec`] as portable loops.
-#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-#[inline(always)]
-fn cols_row_vec_portable<const C: usize>(row: &[f32], taps: &Taps, dst: &mut [f32]) {
     for x in 0..taps.n_out() {
         let s = taps.start[x] * C;
         let wts = taps.row(x);
@@ -234,66 +204,6 @@ fn cols_row_scalar(row: &[f32], c: usize, taps: &Taps, dst: &mut [f32]) {
                 .iter()
                 .enumerate()
                 .fold(0.0, |a, (k, &wk)| a + wk * row[s + k * c + ch]);
-        }
-    }
-}
-
-/// The two hot loops written with SIMD128 intrinsics: LLVM's
-/// auto-vectorised forms keep the row pass's sums in memory between taps
-/// and re-check bounds per tap; these hold the sums in vector registers
-/// (8 vectors of a row, or one pixel) across all taps. Same f32 operations
-/// in the same order as the portable loops, so results are identical.
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-mod simd128 {
-    use super::Taps;
-    use core::arch::wasm32::*;
-
-    pub(super) fn rows_row(rows: &[f32], row_len: usize, wts: &[f32], dst: &mut [f32]) {
-        const V: usize = 8;
-        const B: usize = 4 * V;
-        let n = row_len.min(dst.len());
-        assert!(rows.len() >= wts.len() * row_len);
-        let full = n / B * B;
-        let mut j = 0;
-        while j < full {
-            let mut acc = [f32x4_splat(0.0); V];
-            for (k, &wk) in wts.iter().enumerate() {
-                let w = f32x4_splat(wk);
-                let base = k * row_len + j;
-                for (v, a) in acc.iter_mut().enumerate() {
-                    // SAFETY: base + 4v + 4 <= k*row_len + full <= rows.len() (asserted above).
-                    let x = unsafe { v128_load(rows.as_ptr().add(base + 4 * v) as *const v128) };
-                    *a = f32x4_add(*a, f32x4_mul(w, x));
-                }
-            }
-            for (v, a) in acc.iter().enumerate() {
-                // SAFETY: j + 4v + 4 <= full <= dst.len().
-                unsafe { v128_store(dst.as_mut_ptr().add(j + 4 * v) as *mut v128, *a) };
-            }
-            j += B;
-        }
-        for (jj, o) in dst[..n].iter_mut().enumerate().skip(full) {
-            *o = wts
-                .iter()
-                .enumerate()
-                .fold(0.0, |a, (k, &wk)| a + wk * rows[k * row_len + jj]);
-        }
-    }
-
-    pub(super) fn cols_row_vec<const C: usize>(row: &[f32], taps: &Taps, dst: &mut [f32]) {
-        for x in 0..taps.n_out() {
-            let s = taps.start[x] * C;
-            let wts = taps.row(x);
-            let run = &row[s..s + (wts.len() - 1) * C + 4];
-            let mut acc = f32x4_splat(0.0);
-            for (k, &wk) in wts.iter().enumerate() {
-                // SAFETY: k*C + 4 <= (len-1)*C + 4 = run.len().
-                let p = unsafe { v128_load(run.as_ptr().add(k * C) as *const v128) };
-                acc = f32x4_add(acc, f32x4_mul(f32x4_splat(wk), p));
-            }
-            let out = &mut dst[x * C..x * C + 4];
-            // SAFETY: `out` is four f32.
-            unsafe { v128_store(out.as_mut_ptr() as *mut v128, acc) };
         }
     }
 }
