@@ -115,14 +115,14 @@ pub fn fit_size(h: usize, w: usize, width: Option<usize>, height: Option<usize>)
 /// Applies `rows` along axis 0 and `cols` along axis 1 of an image tensor
 /// (u8 or f32), returning f32 `[rows.n_out, cols.n_out, C]`.
 pub fn resample(x: &Tensor, rows: &Taps, cols: &Taps) -> Result<Tensor> {
+    if *x.device() == Device::Cpu {
+        // Checks the shape and the taps itself.
+        return resample_on_cpu::<f32>(x, rows, cols, Finish::F32);
+    }
     let (h, w, _) = dims("image.resample", x)?;
     check_taps(rows, h, "rows")?;
     check_taps(cols, w, "cols")?;
-    if *x.device() == Device::Cpu {
-        resample_on_cpu::<f32>(x, rows, cols, Finish::F32)
-    } else {
-        resample_graph(x, rows, cols)
-    }
+    resample_graph(x, rows, cols)
 }
 
 fn check_taps(t: &Taps, n: usize, what: &'static str) -> Result<()> {
