@@ -179,7 +179,14 @@ pub fn launch_floor(
         op: "cuda launch floor",
         message: "the schedule has no kernel".into(),
     })?;
-    let info = &schedule.plan.slots[step.out];
+    let info = schedule
+        .plan
+        .slots
+        .get(step.out)
+        .ok_or_else(|| Error::Backend {
+            op: "cuda launch floor",
+            message: "the first kernel's output slot is missing".into(),
+        })?;
     let out = be.alloc(super::backend::nbytes(info.dtype, info.len))?;
     let mut ptrs = Vec::new();
     for a in &step.args {
