@@ -48,6 +48,32 @@ fn softmax_of_rows_longer_than_a_chunk_and_of_a_transposed_input() -> Result<()>
 }
 
 #[test]
+fn softmax_of_strided_row_views_and_of_rows_with_nan_and_infinities() -> Result<()> {
+    let d = dev!();
+    // Rows that are contiguous inside a larger storage: an offset and an
+    // outer stride wider than the row, and outer axes permuted.
+    let x = randn(&[6, 40], 8, DType::F32, &d)?;
+    let narrowed = x.narrow(1, 3, 29)?;
+    check_tol("softmax of narrowed rows", &narrowed.softmax(-1)?, Tol::of(DType::F32).ops(4).reduce(29))?;
+    let cube = randn(&[3, 4, 5, 17], 9, DType::F32, &d)?.permute(&[2, 0, 1, 3])?;
+    check_tol("softmax of permuted outer axes", &cube.softmax(-1)?, Tol::of(DType::F32).ops(4).reduce(17))?;
+    // Row by row: a NaN, a -inf among finite values, all -inf, a +inf, and
+    // values whose exponentials fall below f32's normal range.
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    let rows: Vec<f32> = [
+        [0.5, nan, 1.0, 2.0, -1.0, 0.0, 3.0, 1.5, 0.25],
+        [0.5, -inf, 1.0, 2.0, -1.0, 0.0, 3.0, 1.5, 0.25],
+        [-inf; 9],
+        [0.5, inf, 1.0, 2.0, -1.0, 0.0, 3.0, 1.5, 0.25],
+        [0.0, -86.0, -87.3, -87.5, -90.0, -104.0, -200.0, -1e30, 1.0],
+    ]
+    .concat();
+    let t = Tensor::from_vec(rows, [5, 9], &d)?;
+    check_tol("softmax of non-finite rows", &t.softmax(-1)?, Tol::of(DType::F32).ops(4).reduce(9))?;
+    Ok(())
+}
+
+#[test]
 fn layer_norm_with_and_without_weight_and_bias_over_one_and_two_dims() -> Result<()> {
     let d = dev!();
     for dtype in supported(&d, &FLOATS) {

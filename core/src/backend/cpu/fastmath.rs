@@ -94,6 +94,72 @@ pub fn exp_f32_with(x: f32, k: &ExpConsts) -> f32 {
     er * s1 * s2
 }
 
+/// The constants of [`exp_nonpositive_with`], passed the same way as
+/// [`ExpConsts`] (opaque, so they stay in registers through a loop).
+#[derive(Clone, Copy)]
+pub struct ExpNonPositiveConsts {
+    log2e: f32,
+    magic: f32,
+    minus_ln2_hi: f32,
+    minus_ln2_lo: f32,
+    c: [f32; 5],
+    cutoff: f32,
+}
+
+impl ExpNonPositiveConsts {
+    // The polynomial coefficients are the published minimax values, kept digit for digit.
+    #[allow(clippy::excessive_precision)]
+    const VALUES: ExpNonPositiveConsts = ExpNonPositiveConsts {
+        log2e: std::f32::consts::LOG2_E,
+        // 1.5·2^23 + 127: rounds x·log2(e) to an integer n and leaves
+        // 127 + n in the low bits, which shifted left by 23 are 2^n.
+        magic: 12_583_039.0,
+        minus_ln2_hi: -0.693_145_75,
+        minus_ln2_lo: -1.428_606_8e-6,
+        // (e^t - 1) / t on |t| <= ln2/2, c5 first: XNNPACK's "rr2_p5".
+        c: [
+            8.289_290_6e-3,
+            4.189_782_2e-2,
+            1.666_765_2e-1,
+            4.999_915e-1,
+            9.999_997e-1,
+        ],
+        // Below ln(2^-126), 2^n is no longer a normal number: the result
+        // (smaller than 1.2e-38) is flushed to 0.
+        cutoff: -87.336_55,
+    };
+
+    /// The constants, opaque to the optimiser (see [`ExpConsts`]).
+    #[inline(always)]
+    pub fn opaque() -> ExpNonPositiveConsts {
+        std::hint::black_box(Self::VALUES)
+    }
+}
+
+/// e^x for x in [-inf, 0] (softmax's `x - max`), about 1 ulp above
+/// 1.2e-38 and 0 below it. A third fewer operations than [`exp_f32_with`]:
+/// no clamp, and 2^n in one step, since n stays in [-126, 0]. NaN and
+/// positive inputs give unspecified finite values: callers rule them out.
+#[inline(always)]
+pub fn exp_nonpositive_with(x: f32, k: &ExpNonPositiveConsts) -> f32 {
+    let n = x * k.log2e + k.magic;
+    let s = f32::from_bits(n.to_bits() << 23);
+    let n = n - k.magic;
+    let t = n * k.minus_ln2_hi + x;
+    let t = n * k.minus_ln2_lo + t;
+    let p = k.c[0] * t + k.c[1];
+    let p = p * t + k.c[2];
+    let p = p * t + k.c[3];
+    let p = p * t + k.c[4];
+    // s·e^t = s + (s·t)·p
+    let f = (t * s) * p + s;
+    if x < k.cutoff {
+        0.0
+    } else {
+        f
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +179,24 @@ mod tests {
         assert_eq!(exp_f32(-200.0), 0.0);
         assert!(exp_f32(100.0).is_infinite());
         assert!(exp_f32(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn exp_of_nonpositive_inputs_is_within_a_few_ulp() {
+        let k = ExpNonPositiveConsts::opaque();
+        let mut worst = 0.0f64;
+        let mut x = -87.3f32;
+        while x <= 0.0 {
+            let want = (x as f64).exp();
+            let got = exp_nonpositive_with(x, &k) as f64;
+            worst = worst.max(((got - want) / want).abs());
+            x += 0.00731;
+        }
+        assert!(worst < 4e-7, "worst relative error {worst}");
+        assert_eq!(exp_nonpositive_with(0.0, &k), 1.0);
+        assert_eq!(exp_nonpositive_with(-0.0, &k), 1.0);
+        assert_eq!(exp_nonpositive_with(-88.0, &k), 0.0);
+        assert_eq!(exp_nonpositive_with(f32::NEG_INFINITY, &k), 0.0);
+        println!("exp_nonpositive worst relative error {worst:e}");
     }
 }

@@ -14,6 +14,7 @@ pub mod par;
 pub mod pool;
 pub mod reduce;
 pub mod reference;
+pub mod softmax_rows;
 pub mod storage;
 
 pub use storage::CpuStorage;

@@ -7,6 +7,7 @@ use crate::backend::cpu::compute::Compute;
 use crate::backend::cpu::eval::{eval_chunk, needs_f64, Positions, Scratch};
 use crate::backend::cpu::map::CHUNK;
 use crate::backend::cpu::par::{map_range, threads};
+use crate::backend::cpu::softmax_rows;
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::Element;
 use crate::graph::op::ReduceOp;
@@ -205,6 +206,11 @@ fn fold_lanes<T: Compute>(vals: &[T], init: T, f: impl Fn(T, T) -> T) -> (T, boo
 }
 
 pub fn run_reduce(r: &ReduceBody, args: &[&CpuStorage], out: &mut CpuStorage) {
+    if let Some(softmax) = softmax_rows::recognise(r) {
+        if softmax.run(r, args, out) {
+            return;
+        }
+    }
     if needs_f64(&r.expr, out.dtype()) {
         crate::with_storage!(out, |o| reduce_typed::<f64, _>(r, args, o))
     } else {
