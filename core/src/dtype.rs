@@ -137,16 +137,16 @@ pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
     fn into_vec(s: CpuStorage) -> std::result::Result<Vec<Self>, CpuStorage>;
 }
 
-/// `v` clamped to `0.0..=255.0`, NaN to 0. Written as compare-and-select
-/// rather than `max`/`min`, whose NaN rule has no SIMD128 instruction, so
-/// loops over f32 lanes stay vectorised.
+/// `v` (f32 or f64) clamped to `0.0..=255.0`, NaN to 0. Written as
+/// compare-and-select rather than `max`/`min`, whose NaN rule has no SIMD128
+/// instruction, so loops over float lanes stay vectorised.
 #[inline(always)]
-pub fn clamp_u8_range(v: f32) -> f32 {
-    let v = if v > 0.0 { v } else { 0.0 };
-    if v < 255.0 {
+pub fn clamp_u8_range<T: PartialOrd + From<u8>>(v: T) -> T {
+    let v = if v > T::from(0) { v } else { T::from(0) };
+    if v < T::from(255) {
         v
     } else {
-        255.0
+        T::from(255)
     }
 }
 

@@ -356,6 +356,54 @@ fn sgd_with_momentum_follows_its_formula() -> Result<()> {
 }
 
 #[test]
+fn steps_in_place_match_ordinary_steps_and_set_state_checks_its_input() -> Result<()> {
+    let (p0, gs) = problem();
+    type Make = fn(Param) -> Result<Box<dyn Optimizer>>;
+    let makers: [(&str, Make); 2] = [
+        ("adam", |p| {
+            Ok(Box::new(Adam::new(vec![p], AdamOptions::adamw(0.01))?))
+        }),
+        ("sgd", |p| Ok(Box::new(Sgd::new(vec![p], 0.1, 0.9, 0.01)))),
+    ];
+    for (name, make) in makers {
+        let plain_param = Param::new(leaf(&p0, &[12], DType::F32, &CPU)?)?;
+        let want = run_optimizer(make(plain_param.clone())?.as_mut(), &plain_param, &gs)?;
+        // One ordinary step creates the state; the rest write it in place.
+        let param = Param::new(leaf(&p0, &[12], DType::F32, &CPU)?)?;
+        let mut opt = make(param.clone())?;
+        for (i, g) in gs.iter().enumerate() {
+            let gt = leaf(g, &[12], DType::F32, &CPU)?;
+            if i == 0 {
+                opt.step(&[gt], &[])?;
+            } else {
+                opt.step_in_place(&[gt], &[])?;
+            }
+        }
+        assert_eq!(
+            param.value().to_vec_f64()?,
+            want,
+            "{name}: in place vs ordinary steps"
+        );
+        // A state with a tensor missing, or of another shape, is refused and
+        // changes nothing.
+        let mut state = opt.state();
+        state.pop();
+        let short = opt.set_state(state).unwrap_err().to_string();
+        assert!(short.contains(name) && short.contains("state"), "{short}");
+        let mut state = opt.state();
+        state[0] = leaf(&p0[..6], &[6], DType::F32, &CPU)?;
+        let shape = opt.set_state(state).unwrap_err().to_string();
+        assert!(shape.contains("[6]") && shape.contains("[12]"), "{shape}");
+        assert_eq!(
+            param.value().to_vec_f64()?,
+            want,
+            "{name}: a refused state changed the parameter"
+        );
+    }
+    Ok(())
+}
+
+#[test]
 fn the_update_of_each_parameter_is_fused() -> Result<()> {
     // The Adam update of one parameter, as the optimiser builds it:
     // m' and v' are one kernel each, the parameter one more (it reads m'

@@ -183,6 +183,17 @@ pub fn check_limits(info: &ImageInfo, limits: &DecodeLimits) -> Result<()> {
 pub fn decode(bytes: &[u8], limits: &DecodeLimits, device: &Device) -> Result<Tensor> {
     let info = probe(bytes)?;
     check_limits(&info, limits)?;
+    decode_probed(bytes, &info, limits, device)
+}
+
+/// [`decode`] for a caller that has already probed the header and checked
+/// it against `limits` (the image pipeline), so the header is not read again.
+pub(crate) fn decode_probed(
+    bytes: &[u8],
+    info: &ImageInfo,
+    limits: &DecodeLimits,
+    device: &Device,
+) -> Result<Tensor> {
     if info.format == Format::Jpeg {
         return super::jpeg::decode(bytes, None, limits, device);
     }

@@ -1,7 +1,7 @@
 //! The one-call pipeline an image server runs per request:
 //! decode → resize → blur → sharpen → encode, timing each stage.
 
-use super::codec::{decode, encode, DecodeLimits, Format};
+use super::codec::{decode_probed, encode, DecodeLimits, Format};
 use super::filters::{blur, sharpen};
 use super::invalid;
 use super::resample::{fit_size, resize, Filter};
@@ -89,7 +89,7 @@ pub fn transform(
     let img = if o.shrink_on_load && info.format == Format::Jpeg && w >= 2 * ow && h >= 2 * oh {
         super::jpeg::decode(bytes, Some((ow, oh)), &o.limits, &Device::Cpu)?
     } else {
-        decode(bytes, &o.limits, &Device::Cpu)?
+        decode_probed(bytes, &info, &o.limits, &Device::Cpu)?
     };
     let t1 = now_ms();
     let mut img = resize(&img, ow, oh, o.filter)?;

@@ -2,7 +2,7 @@
 //! AdamW decays the weights directly, Adam adds `weight_decay·p` to the
 //! gradient.
 
-use super::{check_grads, check_state, realize_step, Optimizer, ScalarCache};
+use super::{check_grads, realize_step, restore_params, Optimizer, ScalarCache};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -165,13 +165,7 @@ impl Optimizer for Adam {
     }
 
     fn set_state(&mut self, state: Vec<Tensor>) -> Result<()> {
-        check_state("adam", &self.state(), &state)?;
-        let mut it = state.into_iter();
-        for p in &self.params {
-            if let Some(v) = it.next() {
-                p.set(v)?;
-            }
-        }
+        let mut it = restore_params("adam", &self.params, &self.state(), state)?;
         for (m, v) in &mut self.moments {
             if let (Some(a), Some(b)) = (it.next(), it.next()) {
                 (*m, *v) = (a, b);

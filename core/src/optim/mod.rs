@@ -87,6 +87,23 @@ pub trait Optimizer {
     }
 }
 
+/// The start of every optimizer's `set_state`: checks `state` against the
+/// current state, writes the parameters (which `state()` lists first) and
+/// returns the rest, the optimizer's own buffers, in order.
+pub(crate) fn restore_params(
+    op: &'static str,
+    params: &[Param],
+    current: &[Tensor],
+    state: Vec<Tensor>,
+) -> Result<std::vec::IntoIter<Tensor>> {
+    check_state(op, current, &state)?;
+    let mut it = state.into_iter();
+    for (p, v) in params.iter().zip(&mut it) {
+        p.set(v)?;
+    }
+    Ok(it)
+}
+
 /// Checks that `state` matches the current state's count and shapes.
 pub(crate) fn check_state(op: &'static str, current: &[Tensor], state: &[Tensor]) -> Result<()> {
     let same = current.len() == state.len()

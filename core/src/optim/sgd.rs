@@ -1,7 +1,7 @@
 //! Stochastic gradient descent with momentum and weight decay, as PyTorch's
 //! `SGD` (dampening 0, not Nesterov).
 
-use super::{check_grads, check_state, realize_step, Optimizer, ScalarCache};
+use super::{check_grads, realize_step, restore_params, Optimizer, ScalarCache};
 use crate::error::Result;
 use crate::nn::Param;
 use crate::tensor::Tensor;
@@ -82,13 +82,7 @@ impl Optimizer for Sgd {
     }
 
     fn set_state(&mut self, state: Vec<Tensor>) -> Result<()> {
-        check_state("sgd", &self.state(), &state)?;
-        let mut it = state.into_iter();
-        for p in &self.params {
-            if let Some(v) = it.next() {
-                p.set(v)?;
-            }
-        }
+        let mut it = restore_params("sgd", &self.params, &self.state(), state)?;
         for v in self.velocity.iter_mut().flatten() {
             if let Some(t) = it.next() {
                 *v = t;

@@ -89,11 +89,8 @@ macro_rules! compute_impl {
             }
             #[inline(always)]
             fn cast_u8(self) -> Self {
-                // Compare-and-select (NaN to 0) rather than max/min, whose
-                // NaN rule has no SIMD128 instruction; the truncation then
-                // sees 0..=255.
-                let v = if self > 0.0 { self } else { 0.0 };
-                (if v < 255.0 { v } else { 255.0 } as i32) as $t
+                // The truncation sees 0..=255 (NaN becomes 0).
+                (crate::dtype::clamp_u8_range(self) as i32) as $t
             }
             #[inline(always)]
             fn cast_i32(self) -> Self {
