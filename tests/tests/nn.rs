@@ -148,6 +148,13 @@ fn conv2d_gradients_match_finite_differences() -> Result<()> {
         Conv2dOptions::default().padding(1),
         Conv2dOptions::default().stride(2).dilation(2).padding(1),
         Conv2dOptions::default().padding(1).layout(DataLayout::Nhwc),
+        // Unequal along H and W, so a swapped axis in the window gradient shows.
+        Conv2dOptions {
+            stride: (2, 1),
+            padding: (0, 2),
+            dilation: (1, 2),
+            layout: DataLayout::Nchw,
+        },
     ] {
         let f = move |t: &[Tensor]| t[0].conv2d(&t[1], Some(&t[2]), opts);
         let inputs = if opts.layout == DataLayout::Nhwc {
@@ -167,6 +174,46 @@ fn conv2d_gradients_match_finite_differences() -> Result<()> {
             Tol::of(DType::F32).ops(6).reduce(50),
             &f,
         )?;
+    }
+    Ok(())
+}
+
+#[test]
+fn conv2d_input_gradient_is_built_from_graph_ops_not_a_gather() -> Result<()> {
+    // The window view's gradient is a sum over a view of the spread and
+    // padded incoming gradient: no index table, no gather kernel.
+    let x = leaf(
+        &Input::uniform(&[2, 3, 9, 9], 43, -1.0, 1.0).values,
+        &[2, 3, 9, 9],
+        DType::F32,
+        &CPU,
+    )?;
+    let x = x.requires_grad();
+    let w = leaf(
+        &Input::uniform(&[4, 3, 3, 3], 44, -1.0, 1.0).values,
+        &[4, 3, 3, 3],
+        DType::F32,
+        &CPU,
+    )?;
+    for opts in [
+        Conv2dOptions::default().padding(1),
+        Conv2dOptions::default().stride(2).padding(1),
+    ] {
+        let y = x.conv2d(&w, None, opts)?;
+        let loss = y.mul(&y)?.sum(&[], false)?;
+        let g = autograd::grad(&loss, &[&x])?.remove(0);
+        let scope = fusegraph_core::profile::Scope::start();
+        g.realize()?;
+        let report = scope.finish();
+        let me = fusegraph_core::profile::thread_id();
+        let kinds: Vec<&str> = report
+            .records
+            .iter()
+            .filter(|r| r.thread == me)
+            .map(|r| r.kind)
+            .collect();
+        assert!(!kinds.is_empty(), "{opts:?}: no kernels recorded");
+        assert!(!kinds.contains(&"index_select"), "{opts:?}: {kinds:?}");
     }
     Ok(())
 }

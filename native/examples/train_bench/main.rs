@@ -33,7 +33,10 @@ use fusegraph::{autograd, DType, Device, Error, Result, Tensor};
 use models::{Mlp, Model, ResNet18};
 
 fn main() {
-    if let Err(e) = run() {
+    let r = run();
+    // With FUSEGRAPH_PROFILE=1: the per-kernel table of every step run.
+    fusegraph::profile::report_env();
+    if let Err(e) = r {
         eprintln!("train_bench: {e}");
         std::process::exit(2);
     }

@@ -19,32 +19,67 @@ pub fn run_concat(c: &ConcatBody, args: &[&CpuStorage], out: &mut CpuStorage) ->
 }
 
 /// Copies the elements of view `from` of `src` to view `to` (same shape)
-/// of `dst`, walking coordinates: no index list is allocated.
+/// of `dst`, a run along the last axis at a time (a slice copy when both
+/// runs are dense): no index list is allocated, and the bounds of both
+/// views are checked once, up front.
 fn copy_view(src: &CpuStorage, from: &Layout, dst: &mut CpuStorage, to: &Layout) -> Result<()> {
     let n = from.checked_numel("concat")?;
     if n == 0 {
         return Ok(());
     }
-    let broken = |coords: &[usize]| Error::Backend {
-        op: "concat",
-        message: format!(
-            "position {coords:?} of {:?} is outside its buffer",
-            from.shape
+    let inside = |l: &Layout, len: usize| {
+        l.index_range()
+            .is_some_and(|(lo, hi)| lo >= 0 && (hi as usize) < len)
+    };
+    if from.shape != to.shape || !inside(from, src.len()) || !inside(to, dst.len()) {
+        return Err(Error::Backend {
+            op: "concat",
+            message: format!(
+                "view {:?} (strides {:?}) of a buffer of {} into view {:?} (strides {:?}) of a buffer of {}",
+                from.shape,
+                from.strides,
+                src.len(),
+                to.shape,
+                to.strides,
+                dst.len()
+            ),
+        });
+    }
+    // Runs along the last axis; a rank-0 view is one run of one element.
+    let rank = from.rank();
+    let (run, fs, ts) = match rank {
+        0 => (1, 1, 1),
+        _ => (
+            from.shape[rank - 1],
+            from.strides[rank - 1],
+            to.strides[rank - 1],
         ),
     };
-    let mut coords = vec![0usize; from.rank()];
+    let outer = &from.shape[..rank.saturating_sub(1)];
+    let runs: usize = outer.iter().product();
+    let mut coords = vec![0usize; outer.len()];
+    // Both views lie inside their buffers (checked above), so every index
+    // below is in range.
+    let start = |l: &Layout, coords: &[usize]| {
+        coords
+            .iter()
+            .zip(&l.strides)
+            .fold(l.offset as isize, |a, (&c, &s)| a + c as isize * s) as usize
+    };
     macro_rules! arm {
         ($($v:ident),*) => {
             match (src, dst) {
                 $((CpuStorage::$v(s), CpuStorage::$v(d)) => {
-                    for _ in 0..n {
-                        let f = storage_index(from, &coords).filter(|&k| k < s.len());
-                        let t = storage_index(to, &coords).filter(|&k| k < d.len());
-                        let (Some(f), Some(t)) = (f, t) else {
-                            return Err(broken(&coords));
-                        };
-                        d[t] = s[f];
-                        next_coords(&mut coords, &from.shape);
+                    for _ in 0..runs {
+                        let (f, t) = (start(from, &coords), start(to, &coords));
+                        if fs == 1 && ts == 1 {
+                            d[t..t + run].copy_from_slice(&s[f..f + run]);
+                        } else {
+                            for k in 0..run as isize {
+                                d[(t as isize + k * ts) as usize] = s[(f as isize + k * fs) as usize];
+                            }
+                        }
+                        next_coords(&mut coords, outer);
                     }
                     Ok(())
                 })*
