@@ -217,6 +217,43 @@ fn views() -> Result<()> {
 }
 
 #[test]
+fn conv2d_and_pooling_window_gradients() -> Result<()> {
+    use fusegraph_core::nn::{Conv2dOptions, DataLayout};
+    // The window view's gradient (col2im): spread by the stride, padded,
+    // and summed over windows that step backwards, on this backend.
+    let x = Input::uniform(&[2, 7, 6, 3], 620, -1.0, 1.0);
+    let w = Input::uniform(&[2, 3, 3, 2], 621, -1.0, 1.0);
+    let nhwc = |o: Conv2dOptions| o.layout(DataLayout::Nhwc);
+    for opts in [
+        nhwc(Conv2dOptions::default().padding(1)),
+        nhwc(Conv2dOptions {
+            stride: (2, 1),
+            padding: (1, 2),
+            dilation: (1, 2),
+            layout: DataLayout::Nhwc,
+        }),
+    ] {
+        both(
+            &format!("conv2d {opts:?}"),
+            &[x.clone(), w.clone()],
+            &F64_F32,
+            6,
+            18,
+            &move |t| t[0].conv2d(&t[1], None, opts),
+        )?;
+    }
+    both(
+        "max_pool2d 3x3 stride 2 padding 1",
+        std::slice::from_ref(&x),
+        &F64_F32,
+        3,
+        9,
+        &|t| t[0].max_pool2d((3, 3), nhwc(Conv2dOptions::default().stride(2).padding(1))),
+    )?;
+    Ok(())
+}
+
+#[test]
 fn matmul_plain_batched_transposed_and_vectors() -> Result<()> {
     let a = Input::uniform(&[5, 7], 700, -1.0, 1.0);
     let b = Input::uniform(&[7, 3], 701, -1.0, 1.0).transposed();
