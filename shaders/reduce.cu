@@ -66,3 +66,25 @@ extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
         if (lid == 0) {
             {{WRITE}};
         }
+//@@ main_serial
+// Short rows (a few elements, many rows): one thread per row folds it
+// serially, with no shared memory and no barriers; a block per row would
+// leave most of its threads idle.
+extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
+    const fg_idx step = (fg_idx)gridDim.x * {{WG}};
+    for (fg_idx row = (fg_idx)blockIdx.x * {{WG}} + (fg_idx)threadIdx.x; row < {{ROWS}}; row += step) {
+{{STAGES}}{{OUTPUT}}    }
+}
+//@@ stage_serial
+        {{T}} acc{{S}} = {{IDENT}};
+        for (fg_idx r = 0; r < {{ROW_LEN}}; r++) {
+            const {{T}} v = {{VALUE}};
+            acc{{S}} = {{COMBINE_ACC}};
+        }
+        const {{T}} st{{S}} = acc{{S}};
+//@@ out_full_serial
+        for (fg_idx r = 0; r < {{ROW_LEN}}; r++) {
+            {{WRITE}};
+        }
+//@@ out_row_serial
+        {{WRITE}};

@@ -451,6 +451,56 @@ fn steps_in_place_match_ordinary_steps_and_set_state_checks_its_input() -> Resul
 }
 
 #[test]
+fn parameters_with_equal_gradients_keep_separate_state_for_steps_in_place() -> Result<()> {
+    // loss = sum((a + b) * x): a and b get the same gradient expression, as
+    // two batch-norm biases summed in a residual block do.
+    let x = leaf(&[0.5, -1.0, 2.0], &[3], DType::F32, &CPU)?;
+    type Make = fn(Vec<Param>) -> Result<Box<dyn Optimizer>>;
+    let makers: [(&str, Make); 2] = [
+        ("adam", |p| {
+            Ok(Box::new(Adam::new(p, AdamOptions::default())?))
+        }),
+        ("sgd", |p| Ok(Box::new(Sgd::new(p, 0.1, 0.9, 0.0)))),
+    ];
+    for (name, make) in makers {
+        let a = Param::new(leaf(&[1.0, 2.0, 3.0], &[3], DType::F32, &CPU)?)?;
+        let b = Param::new(leaf(&[-1.0, 0.0, 1.0], &[3], DType::F32, &CPU)?)?;
+        let mut opt = make(vec![a.clone(), b.clone()])?;
+        for i in 0..3 {
+            let (wa, wb) = (a.get(), b.get());
+            let loss = wa.add(&wb)?.mul(&x)?.sum(&[], false)?;
+            let g = autograd::grad(&loss, &[&wa, &wb])?;
+            if i == 0 {
+                opt.step(&g, &[])?;
+            } else {
+                opt.step_in_place(&g, &[])?;
+            }
+        }
+        let state = opt.state();
+        for (i, s) in state.iter().enumerate() {
+            assert!(
+                !state[..i].iter().any(|t| t.shares_storage(s)),
+                "{name}: state tensor {i} shares a buffer"
+            );
+        }
+        // Both parameters moved by the same amount (equal gradients), up to
+        // the rounding of values of different magnitudes.
+        let (da, db) = (a.value().to_vec_f64()?, b.value().to_vec_f64()?);
+        for (k, (wa, wb)) in [(1.0, -1.0), (2.0, 0.0), (3.0, 1.0)]
+            .into_iter()
+            .enumerate()
+        {
+            let (ma, mb) = (da[k] - wa, db[k] - wb);
+            assert!(
+                (ma - mb).abs() <= 1e-6 && ma.abs() > 1e-4,
+                "{name}: moved {ma} vs {mb}"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
 fn the_update_of_each_parameter_is_fused() -> Result<()> {
     // The Adam update of one parameter, as the optimiser builds it:
     // m' and v' are one kernel each, the parameter one more (it reads m'

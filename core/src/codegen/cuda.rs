@@ -412,6 +412,15 @@ impl Lang for Cuda {
         include_str!("../../../shaders/reduce.cu")
     }
 
+    // WGSL keeps a workgroup per row even for short rows: there, with no
+    // barrier between a stage and its use, Vulkan's compilers (lavapipe's
+    // LLVM measurably) unroll the short loop and fold `x - x` to 0 under
+    // WGSL's relaxed float rules, which turned `var` of one element into
+    // 0 instead of the NaN of 0 * inf. NVRTC keeps IEEE semantics.
+    fn serial_short_rows(&self) -> bool {
+        true
+    }
+
     fn matmul_template(&self) -> &'static str {
         include_str!("../../../shaders/matmul.cu")
     }

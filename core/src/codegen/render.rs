@@ -13,6 +13,8 @@ use crate::schedule::{
 
 /// Invocations per workgroup (threads per block) of elementwise kernels.
 pub(crate) const MAP_WG: u32 = 256;
+/// Reductions over rows at most this long run one thread per row.
+const SERIAL_ROW_LEN: usize = 16;
 /// WebGPU's default `maxComputeWorkgroupsPerDimension`, also CUDA's grid y/z limit.
 pub(crate) const MAX_GROUPS: u64 = 65_535;
 
@@ -71,6 +73,11 @@ pub(crate) trait Lang {
     /// Dispatch for one workgroup per row, and the grid's x extent.
     fn row_dispatch(&self, rows: usize) -> ([u32; 3], u64);
     fn reduce_template(&self) -> &'static str;
+    /// Whether the reduce template has the `_serial` sections (one thread
+    /// per short row).
+    fn serial_short_rows(&self) -> bool {
+        false
+    }
     fn matmul_template(&self) -> &'static str;
     /// Output rows and columns one matmul workgroup computes (the template's tile).
     fn matmul_tile(&self) -> u64 {
@@ -1033,8 +1040,24 @@ impl<L: Lang> Renderer<'_, L> {
             self.finish_fn(head, body);
         }
 
-        // Workgroup: a power of two covering short rows, at most 256.
-        let wg = (row_len.next_power_of_two()).clamp(32, 256) as u32;
+        // Rows of a few elements (a sum over a 3x3 window, a small last
+        // axis) get one thread each; longer rows a workgroup each: a power
+        // of two covering the row, at most 256.
+        let serial = self.l.serial_short_rows()
+            && row_len <= SERIAL_ROW_LEN
+            && red.stages.iter().all(|s| s.op != ReduceOp::ArgMax);
+        let sec = |name: &str| {
+            if serial {
+                format!("{name}_serial")
+            } else {
+                name.to_string()
+            }
+        };
+        let wg = if serial {
+            MAP_WG
+        } else {
+            (row_len.next_power_of_two()).clamp(32, 256) as u32
+        };
         let tpl = self.l.reduce_template();
         let mut shared = String::new();
         let mut stages = String::new();
@@ -1084,8 +1107,10 @@ impl<L: Lang> Renderer<'_, L> {
                 )?;
                 pairs.push(("COMBINE_ACC", combine_acc));
                 pairs.push(("COMBINE_TREE", combine_tree));
-                shared.push_str(&fill(section(tpl, "shared")?, &pairs)?);
-                stages.push_str(&fill(section(tpl, "stage")?, &pairs)?);
+                if !serial {
+                    shared.push_str(&fill(section(tpl, "shared")?, &pairs)?);
+                }
+                stages.push_str(&fill(section(tpl, &sec("stage"))?, &pairs)?);
             }
         }
         let mut write_args = vec![
@@ -1098,18 +1123,23 @@ impl<L: Lang> Renderer<'_, L> {
         ];
         write_args.extend((0..red.stages.len()).map(|j| format!("st{j}")));
         let write = self.l.call("fg_write", &write_args, true);
-        let out_sec = if red.out_full { "out_full" } else { "out_row" };
+        let out_sec = sec(if red.out_full { "out_full" } else { "out_row" });
         let output = fill(
-            section(tpl, out_sec)?,
+            section(tpl, &out_sec)?,
             &[
                 ("WRITE", write),
                 ("ROW_LEN", row_len.to_string()),
                 ("WG", wg.to_string()),
             ],
         )?;
-        let (dispatch, grid_x) = self.l.row_dispatch(rows);
+        let groups = if serial {
+            rows.div_ceil(wg as usize)
+        } else {
+            rows
+        };
+        let (dispatch, grid_x) = self.l.row_dispatch(groups);
         let entry = fill(
-            section(tpl, "main")?,
+            section(tpl, &sec("main"))?,
             &[
                 ("NAME", name.to_string()),
                 ("WG", wg.to_string()),

@@ -2,7 +2,7 @@
 //! AdamW decays the weights directly, Adam adds `weight_decay·p` to the
 //! gradient.
 
-use super::{check_grads, realize_step, restore_params, Optimizer, ScalarCache};
+use super::{check_grads, distinct_buffers, realize_step, restore_params, Optimizer, ScalarCache};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -148,7 +148,11 @@ impl Optimizer for Adam {
         for (p, v) in self.params.iter().zip(new_p) {
             p.set_realized(v);
         }
-        self.moments = new_m;
+        let owned = distinct_buffers(new_m.into_iter().flat_map(|(m, v)| [m, v]).collect())?;
+        self.moments = owned
+            .chunks_exact(2)
+            .map(|mv| (mv[0].clone(), mv[1].clone()))
+            .collect();
         self.bias = bias;
         self.t = t;
         Ok(())

@@ -104,6 +104,26 @@ pub(crate) fn restore_params(
     Ok(it)
 }
 
+/// Optimiser state carried to the next step, each tensor in a dense buffer
+/// of its own. A gradient can be a view, and equal expressions share one
+/// buffer after common-subexpression elimination: in a residual block the
+/// two batch norms whose outputs are added get the same bias gradient, so
+/// their first momentum buffers were one tensor, which
+/// [`Optimizer::step_in_place`] cannot write twice.
+pub(crate) fn distinct_buffers(state: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    let mut out: Vec<Tensor> = Vec::with_capacity(state.len());
+    for t in state {
+        let t = t.to_owned_buffer()?;
+        let t = if out.iter().any(|o| o.shares_storage(&t)) {
+            t.to_new_buffer()?
+        } else {
+            t
+        };
+        out.push(t);
+    }
+    Ok(out)
+}
+
 /// Checks that `state` matches the current state's count and shapes.
 pub(crate) fn check_state(op: &'static str, current: &[Tensor], state: &[Tensor]) -> Result<()> {
     let same = current.len() == state.len()

@@ -1,7 +1,7 @@
 //! Stochastic gradient descent with momentum and weight decay, as PyTorch's
 //! `SGD` (dampening 0, not Nesterov).
 
-use super::{check_grads, realize_step, restore_params, Optimizer, ScalarCache};
+use super::{check_grads, distinct_buffers, realize_step, restore_params, Optimizer, ScalarCache};
 use crate::error::Result;
 use crate::nn::Param;
 use crate::tensor::Tensor;
@@ -65,12 +65,14 @@ impl Optimizer for Sgd {
             p.set_realized(v);
         }
         // The first velocity is the gradient itself, which may be a view
-        // (a convolution's weight gradient is a permuted one): give it a
-        // buffer of its own so `step_in_place` can write into it.
+        // (a convolution's weight gradient is a permuted one) or another
+        // parameter's gradient: each gets a buffer of its own so
+        // `step_in_place` can write into it.
+        let mut owned = distinct_buffers(new_v.iter().flatten().cloned().collect())?.into_iter();
         self.velocity = new_v
             .into_iter()
-            .map(|v| v.map(|t| t.to_owned_buffer()).transpose())
-            .collect::<Result<_>>()?;
+            .map(|v| v.and_then(|_| owned.next()))
+            .collect();
         Ok(())
     }
 

@@ -31,9 +31,22 @@ impl Tensor {
         if self.owns_dense_buffer() {
             return Ok(self.clone());
         }
+        self.to_new_buffer()
+    }
+
+    /// A realized copy of this tensor in a new dense buffer, always.
+    pub(crate) fn to_new_buffer(&self) -> Result<Tensor> {
+        self.realize()?;
         let zeros = CpuStorage::try_zeros("assign", self.dtype(), self.numel())?;
         let out = Tensor::from_storage(zeros, Layout::contiguous(self.shape()), self.device)?;
         out.assign(self)?;
+        // On the CPU `assign` hands the source's buffer over instead of
+        // copying into the destination; here a buffer of its own is the point.
+        if out.shares_storage(self) {
+            if let Some(Storage::Cpu(s)) = out.node.storage().as_deref() {
+                out.node.set_ready(Arc::new(Storage::Cpu(s.clone())));
+            }
+        }
         Ok(out)
     }
 
