@@ -287,6 +287,58 @@ def wasm_section(d):
     ])
 
 
+INTRO_TRAIN = (
+    "One step = forward, backward and optimizer update. Eager: the step's graph "
+    'is built, looked up in the schedule cache and launched every time. CUDA '
+    'graph: the step is recorded once with `fusegraph::cuda::capture` and '
+    'replayed; it keeps its state in place (`Optimizer::step_in_place`, '
+    '`Tensor::assign`, `BatchNorm2d::set_running_stats`), so each replay reads '
+    "the previous step's parameters. Benchmark: `native/examples/train_bench` "
+    '(MLP 784-2048-2048-10 with Adam; ResNet-18 CIFAR stem, NHWC, SGD momentum '
+    '0.9, lr 0.1; batch 256); peer: `bench/train/train_torch.py`; both run in '
+    'one device call by `bench/train/run_gpu.sh` (build here, run there). '
+).strip()
+
+def train_section(d):
+    """The training-step table from bench/train/merge.py's train.json, then
+    the hand-written notes in bench/train/NOTES.md."""
+    ours = {c["name"]: c for c in d["fusegraph"]["cases"]}
+    torch = {c["name"]: c for c in d["torch"]["cases"]}
+
+    def cell(table_, name, bold=False):
+        c = table_.get(name)
+        if c is None:
+            return "n/a"
+        text = f"{c['median_ms']:.3g} ms"
+        return f"**{text}** ({c['tflops']:.1f} TFLOP/s)" if bold else text
+
+    rows = []
+    for label, key in (("MLP 784-2048-2048-10, Adam", "mlp"), ("ResNet-18 (CIFAR), SGD momentum", "resnet18")):
+        graph = ours.get(f"{key} bf16 autocast + cuda graph")
+        compiled = torch.get(f"{key} bf16 autocast torch.compile")
+        vs = ratio(compiled["median_ms"] / graph["median_ms"]) if graph and compiled else "n/a"
+        rows.append([label, cell(ours, f"{key} f32"), cell(ours, f"{key} bf16 autocast"),
+                     cell(ours, f"{key} bf16 autocast + cuda graph", True), cell(torch, f"{key} f32 eager"),
+                     cell(torch, f"{key} bf16 autocast eager"), cell(torch, f"{key} bf16 autocast torch.compile"),
+                     f"**{vs}**"])
+    m = d["machine"]
+    notes_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train", "NOTES.md")
+    notes = ""
+    if os.path.exists(notes_path):
+        with open(notes_path) as f:
+            notes = "\n".join(line for line in f.read().splitlines() if not line.startswith("<!--")).strip()
+    return "\n\n".join(p for p in [
+        "## Training steps on CUDA",
+        INTRO_TRAIN,
+        f"Measured on an {m.get('gpu', '?')} (driver {m.get('driver', '?')}), fusegraph and PyTorch "
+        f"{m.get('torch', {}).get('torch', '?')} one after the other in one device call; medians after 5 warm-ups. "
+        "Results: [`bench/results/train.json`](bench/results/train.json).",
+        table(["step, batch 256", "fusegraph f32 eager", "fusegraph bf16 eager", "fusegraph bf16 + CUDA graph",
+               "torch f32 eager", "torch bf16 eager", "torch bf16 torch.compile", "ours (graph) vs torch.compile"], rows),
+        notes,
+    ] if p)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="BENCHMARKS.md")
@@ -300,7 +352,7 @@ def main():
         "ratios to them. Shared machines are noisy: compare ratios, not absolute times across runs.",
     ]
     for name, render in (("cpu.json", cpu_section), ("cuda.json", cuda_section), ("wgpu.json", wgpu_section),
-                         ("wasm.json", wasm_section)):
+                         ("wasm.json", wasm_section), ("train.json", train_section)):
         d = load(name)
         if d is None:
             parts.append(f"## {name}\n\nNot measured yet.")
@@ -309,7 +361,7 @@ def main():
             parts.append(render(d))
         except (KeyError, TypeError) as e:
             parts.append(f"## {name}\n\nCould not render ({e!r}); see bench/results/{name}.")
-    known = {"cpu.json", "cuda.json", "wgpu.json", "wasm.json"}
+    known = {"cpu.json", "cuda.json", "wgpu.json", "wasm.json", "train.json"}
     others = sorted(f for f in os.listdir(RESULTS) if f.endswith(".json") and f not in known and not f.startswith("cuda_"))
     if others:
         parts.append("## Other results\n\n" + "\n".join(f"- [`bench/results/{f}`](bench/results/{f})" for f in others))
