@@ -182,19 +182,16 @@ fn conv2d_gradients_match_finite_differences() -> Result<()> {
 fn conv2d_input_gradient_is_built_from_graph_ops_not_a_gather() -> Result<()> {
     // The window view's gradient is a sum over a view of the spread and
     // padded incoming gradient: no index table, no gather kernel.
-    let x = leaf(
-        &Input::uniform(&[2, 3, 9, 9], 43, -1.0, 1.0).values,
-        &[2, 3, 9, 9],
-        DType::F32,
-        &CPU,
-    )?;
-    let x = x.requires_grad();
-    let w = leaf(
-        &Input::uniform(&[4, 3, 3, 3], 44, -1.0, 1.0).values,
-        &[4, 3, 3, 3],
-        DType::F32,
-        &CPU,
-    )?;
+    let uniform = |shape: &[usize], seed| {
+        leaf(
+            &Input::uniform(shape, seed, -1.0, 1.0).values,
+            shape,
+            DType::F32,
+            &CPU,
+        )
+    };
+    let x = uniform(&[2, 3, 9, 9], 43)?.requires_grad();
+    let w = uniform(&[4, 3, 3, 3], 44)?;
     for opts in [
         Conv2dOptions::default().padding(1),
         Conv2dOptions::default().stride(2).padding(1),

@@ -2,6 +2,18 @@
 //! time; these are branch-free polynomials LLVM turns into SIMD loops, with
 //! errors of a few ulp (checked against f64 in the tests below).
 
+/// The degree-5 minimax polynomial of XNNPACK's "rr2_p5" exponentials,
+/// c5 first, kept digit for digit: `(e^r - 1) / r` on |r| <= ln2/2, about
+/// 1 ulp. Both exponentials below evaluate it.
+#[allow(clippy::excessive_precision)]
+const RR2_P5: [f32; 5] = [
+    8.289_290_6e-3,
+    4.189_782_2e-2,
+    1.666_765_2e-1,
+    4.999_915e-1,
+    9.999_997e-1,
+];
+
 /// The constants of [`exp_f32`]. A loop over a slice takes them through
 /// [`ExpConsts::opaque`] once, so they live in registers for the whole
 /// loop: as literals, LLVM folds them into every use and wasm engines
@@ -35,15 +47,8 @@ impl ExpConsts {
         // Two-part ln2 keeps r exact to f32 precision.
         ln2_hi: 0.693_145_75,
         ln2_lo: 1.428_606_8e-6,
-        // e^r on |r| <= ln2/2 by a degree-5 minimax polynomial (XNNPACK's
-        // "rr2_p5" coefficients), c5 first: about 1 ulp.
-        c: [
-            8.289_290_6e-3,
-            4.189_782_2e-2,
-            1.666_765_2e-1,
-            4.999_915e-1,
-            9.999_997e-1,
-        ],
+        // e^r = 1 + r·p(r) on |r| <= ln2/2.
+        c: RR2_P5,
         one: 1.0,
         bias: 127,
     };
@@ -116,14 +121,7 @@ impl ExpNonPositiveConsts {
         magic: 12_583_039.0,
         minus_ln2_hi: -0.693_145_75,
         minus_ln2_lo: -1.428_606_8e-6,
-        // (e^t - 1) / t on |t| <= ln2/2, c5 first: XNNPACK's "rr2_p5".
-        c: [
-            8.289_290_6e-3,
-            4.189_782_2e-2,
-            1.666_765_2e-1,
-            4.999_915e-1,
-            9.999_997e-1,
-        ],
+        c: RR2_P5,
         // Below ln(2^-126), 2^n is no longer a normal number: the result
         // (smaller than 1.2e-38) is flushed to 0.
         cutoff: -87.336_55,
