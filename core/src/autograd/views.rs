@@ -17,25 +17,8 @@ pub(super) fn vjp(op: &ViewOp, y: &Tensor, x: &Tensor, g: &Tensor) -> Result<Ten
             g.permute(&inverse)
         }
         ViewOp::Narrow { axis, start, len } => {
-            let size = x.shape()[*axis];
-            let zeros = |n: usize| {
-                let mut s = g.shape().to_vec();
-                s[*axis] = n;
-                Tensor::zeros(s, g.dtype(), g.device())
-            };
-            let mut parts = Vec::new();
-            if *start > 0 {
-                parts.push(zeros(*start)?);
-            }
-            parts.push(g.clone());
-            if start + len < size {
-                parts.push(zeros(size - start - len)?);
-            }
-            if parts.len() == 1 {
-                return Ok(g.clone());
-            }
-            let refs: Vec<&Tensor> = parts.iter().collect();
-            Tensor::concat(&refs, *axis as isize)
+            let after = x.shape()[*axis] - start - len;
+            pad_axis(g, *axis, *start, after)
         }
         ViewOp::Expand(_) => sum_to(g, x.shape()),
         ViewOp::AsStrided(_) | ViewOp::Composed(_) => as_strided(y, x, g),

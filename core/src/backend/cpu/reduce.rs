@@ -81,9 +81,9 @@ impl<T: Compute> Positions<T> for RowPos<'_> {
     }
 }
 
-/// Running value of one stage.
+/// Running value of one stage (also the softmax row kernel's max and sum).
 #[derive(Clone, Copy)]
-enum Acc<T> {
+pub(super) enum Acc<T> {
     Sum(f64),
     Max(T, bool),
     Min(T, bool),
@@ -91,7 +91,7 @@ enum Acc<T> {
 }
 
 impl<T: Compute> Acc<T> {
-    fn new(op: ReduceOp) -> Self {
+    pub(super) fn new(op: ReduceOp) -> Self {
         match op {
             ReduceOp::Sum => Acc::Sum(0.0),
             ReduceOp::Max => Acc::Max(T::NEG_INF, false),
@@ -101,7 +101,7 @@ impl<T: Compute> Acc<T> {
     }
 
     /// Folds a chunk that starts at row position `at`.
-    fn fold(&mut self, vals: &[T], at: usize) {
+    pub(super) fn fold(&mut self, vals: &[T], at: usize) {
         match self {
             Acc::Sum(total) => {
                 let mut lanes = [T::ZERO; 8];
@@ -162,7 +162,7 @@ impl<T: Compute> Acc<T> {
         }
     }
 
-    fn value(self) -> T {
+    pub(super) fn value(self) -> T {
         match self {
             Acc::Sum(t) => T::from_f64(t),
             Acc::Max(m, nan) | Acc::Min(m, nan) => {

@@ -14,6 +14,7 @@ use crate::backend::cpu::fastmath::{
     exp_f32_with, exp_nonpositive_with, ExpConsts, ExpNonPositiveConsts,
 };
 use crate::backend::cpu::par::{for_blocks, threads};
+use crate::backend::cpu::reduce::Acc;
 use crate::backend::cpu::CpuStorage;
 use crate::graph::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::layout::Layout;
@@ -88,7 +89,7 @@ impl SoftmaxRows<'_> {
         let row_len = r.row_len();
         let outer = &r.shape[..r.shape.len() - 1];
         let n_rows: usize = outer.iter().product();
-        if n_rows * row_len != out.len() || !self.fits(x.len()) {
+        if n_rows * row_len != out.len() || self.access.check_bounds("softmax", x.len()).is_err() {
             return false;
         }
         // A few very long rows: the general kernel splits each row across
@@ -119,14 +120,6 @@ impl SoftmaxRows<'_> {
         });
         true
     }
-
-    /// Whether every element the access reaches lies inside a storage of `len`.
-    fn fits(&self, len: usize) -> bool {
-        match self.access.index_range() {
-            Some((lo, hi)) => lo >= 0 && (hi as usize) < len,
-            None => true,
-        }
-    }
 }
 
 /// One row: `out = exp(x - max(x)) * (1 / sum)`.
@@ -142,7 +135,7 @@ fn softmax_row(x: &[f32], out: &mut [f32]) {
         let k = ExpConsts::opaque();
         store_exp_and_sum(x, out, |v| exp_f32_with(v - m, &k))
     };
-    let scale = 1.0 / total as f32;
+    let scale = 1.0 / total;
     for o in out.iter_mut() {
         *o *= scale;
     }
@@ -150,52 +143,26 @@ fn softmax_row(x: &[f32], out: &mut [f32]) {
 
 /// `out = f(x)` and the sum of `out`, in blocks of 4096 elements: a map
 /// loop (which LLVM vectorises; fusing the sum into it left the loop
-/// scalar on SIMD128), then the block's sum over 8 f32 lanes while it is
-/// still in L1, added to an f64 total as the general kernel's `Acc::Sum`
-/// does per chunk.
+/// scalar on SIMD128), then the general kernel's `Acc::Sum` over the block
+/// while it is still in L1 (8 f32 lanes, added to an f64 total).
 #[inline(always)]
-fn store_exp_and_sum(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) -> f64 {
-    let mut total = 0.0f64;
+fn store_exp_and_sum(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut sum = Acc::<f32>::new(ReduceOp::Sum);
     for (xs, os) in x.chunks(4096).zip(out.chunks_mut(4096)) {
         for (o, &v) in os.iter_mut().zip(xs) {
             *o = f(v);
         }
-        let mut lanes = [0.0f32; 8];
-        let mut it = os.chunks_exact(8);
-        for c in &mut it {
-            for l in 0..8 {
-                lanes[l] += c[l];
-            }
-        }
-        let part: f32 = it.remainder().iter().sum();
-        total += lanes.iter().map(|&v| v as f64).sum::<f64>() + part as f64;
+        sum.fold(os, 0);
     }
-    total
+    sum.value()
 }
 
 /// The row's maximum; NaN when any element is NaN (then every output is NaN,
 /// as in the general kernel and PyTorch).
 fn row_max(x: &[f32]) -> f32 {
-    let mut lanes = [f32::NEG_INFINITY; 8];
-    // `v * 0` is NaN for NaN and ±inf only: a cheap flag for a rescan.
-    let mut probe = [0.0f32; 8];
-    let mut it = x.chunks_exact(8);
-    for c in &mut it {
-        for l in 0..8 {
-            probe[l] += c[l] * 0.0;
-            lanes[l] = if c[l] > lanes[l] { c[l] } else { lanes[l] };
-        }
-    }
-    let mut m = f32::NEG_INFINITY;
-    for &v in lanes.iter().chain(it.remainder()) {
-        m = if v > m { v } else { m };
-    }
-    let nan = probe.iter().any(|p| p.is_nan()) || it.remainder().iter().any(|v| v.is_nan());
-    if nan && x.iter().any(|v| v.is_nan()) {
-        f32::NAN
-    } else {
-        m
-    }
+    let mut max = Acc::<f32>::new(ReduceOp::Max);
+    max.fold(x, 0);
+    max.value()
 }
 
 #[cfg(test)]
