@@ -15,6 +15,28 @@ use crate::schedule::{
 pub(crate) const MAP_WG: u32 = 256;
 /// Reductions over rows at most this long run one thread per row.
 const SERIAL_ROW_LEN: usize = 16;
+/// Column reductions run one thread per column from this many columns on
+/// (fewer would leave most of the GPU idle; the split pass makes more).
+const SERIAL_MIN_COLUMNS: usize = 4096;
+/// Adjacent threads must read adjacent words for a warp's loads to coalesce.
+const COLUMN_WARP: usize = 32;
+
+/// True when a reduction keeps the domain's last axis, which every load
+/// reads with stride 1 (or broadcasts): consecutive rows are then
+/// neighbouring words of memory, so one thread per row reads a warp's rows
+/// with one coalesced load per step, where a workgroup per row would read
+/// a column with a large stride (batch norm's per-channel sums of NHWC).
+fn reads_columns(red: &ReduceBody) -> bool {
+    let Some(last) = red.shape.len().checked_sub(1) else {
+        return false;
+    };
+    !red.axes.contains(&last)
+        && red.shape[last] >= COLUMN_WARP
+        && red.expr.nodes.iter().all(|n| match n {
+            ExprNode::Load { access, .. } => matches!(access.strides.last(), Some(0 | 1)),
+            _ => true,
+        })
+}
 /// WebGPU's default `maxComputeWorkgroupsPerDimension`, also CUDA's grid y/z limit.
 pub(crate) const MAX_GROUPS: u64 = 65_535;
 
@@ -1041,10 +1063,11 @@ impl<L: Lang> Renderer<'_, L> {
         }
 
         // Rows of a few elements (a sum over a 3x3 window, a small last
-        // axis) get one thread each; longer rows a workgroup each: a power
-        // of two covering the row, at most 256.
+        // axis) get one thread each, and so do many columns (see
+        // `reads_columns`); other rows a workgroup each: a power of two
+        // covering the row, at most 256.
         let serial = self.l.serial_short_rows()
-            && row_len <= SERIAL_ROW_LEN
+            && (row_len <= SERIAL_ROW_LEN || (rows >= SERIAL_MIN_COLUMNS && reads_columns(red)))
             && red.stages.iter().all(|s| s.op != ReduceOp::ArgMax);
         let sec = |name: &str| {
             if serial {

@@ -28,6 +28,18 @@ pub fn compose(outer: &Layout, inner: &Layout) -> Option<Layout> {
             offset: inner.offset,
         });
     }
+    // Adjacent producer axes that `inner` walks as one (a broadcast over
+    // N, H and W, a contiguous run) are merged first, so that an outer step
+    // crossing from one into the next (a reshape merging them, as the
+    // reduction split does) stays affine.
+    let (ps, strides) = merge_axes(inner);
+    let inner = &Layout {
+        shape: ps,
+        strides,
+        offset: inner.offset,
+    };
+    let ps = &inner.shape;
+    let cs = contiguous_strides(ps);
     // Starting coordinates of the outer view in the producer's domain.
     let mut start = vec![0isize; ps.len()];
     let mut rem = outer.offset;
@@ -70,6 +82,34 @@ pub fn compose(outer: &Layout, inner: &Layout) -> Option<Layout> {
         strides,
         offset: offset as usize,
     })
+}
+
+/// `l`'s shape and strides with size-1 axes dropped and every pair of
+/// neighbouring axes merged where the outer stride is the inner one times
+/// the inner size (the merged axis walks the same addresses).
+fn merge_axes(l: &Layout) -> (Vec<usize>, Vec<isize>) {
+    let mut shape: Vec<usize> = Vec::with_capacity(l.rank());
+    let mut strides: Vec<isize> = Vec::with_capacity(l.rank());
+    for (&size, &stride) in l.shape.iter().zip(&l.strides) {
+        if size == 1 {
+            continue;
+        }
+        match (shape.last_mut(), strides.last_mut()) {
+            (Some(ps), Some(pst)) if *pst == stride * size as isize => {
+                *ps *= size;
+                *pst = stride;
+            }
+            _ => {
+                shape.push(size);
+                strides.push(stride);
+            }
+        }
+    }
+    if shape.is_empty() {
+        shape.push(1);
+        strides.push(0);
+    }
+    (shape, strides)
 }
 
 #[cfg(test)]
@@ -124,6 +164,63 @@ mod tests {
         };
         let c = compose(&split, &inner).unwrap();
         assert_eq!(c.indices(), brute(&split, &inner));
+    }
+
+    #[test]
+    fn split_reshape_of_a_broadcast_producer() {
+        // The column split views a per-channel broadcast over [N, H, W, C]
+        // as [chunks, rows per chunk, C]: the chunk axis crosses N and H.
+        let inner = Layout::contiguous(&[1, 1, 1, 8])
+            .expand(&[4, 6, 6, 8])
+            .unwrap();
+        let outer = Layout::contiguous(&[4, 6, 6, 8])
+            .reshape_view(&[16, 9, 8])
+            .unwrap();
+        let c = compose(&outer, &inner).expect("affine");
+        assert_eq!(c.strides, vec![0, 0, 1]);
+        assert_eq!(c.indices(), brute(&outer, &inner));
+    }
+
+    /// Every layout reachable by permuting, broadcasting and narrowing a
+    /// small tensor, read through every reshape of the producer's domain
+    /// into two axes: where `compose` answers, it must agree with
+    /// brute force.
+    #[test]
+    fn composed_reads_match_brute_force() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..400 {
+            let shape: Vec<usize> = (0..3).map(|_| 1 + next(4)).collect();
+            let base = Layout::contiguous(&[shape[0] + 1, shape[1], shape[2]]);
+            let mut inner = base.narrow(0, next(2), shape[0]).unwrap();
+            if next(2) == 0 {
+                let axis = next(3);
+                let mut one = inner.shape.clone();
+                one[axis] = 1;
+                inner = Layout::contiguous(&one).expand(&inner.shape).unwrap();
+            }
+            let perms = [[0, 1, 2], [1, 0, 2], [2, 1, 0], [0, 2, 1]];
+            let perm = perms[next(4)];
+            inner = inner.permute(&perm).unwrap();
+            let domain = inner.shape.clone();
+            let numel: usize = domain.iter().product();
+            for split in 1..=numel {
+                if numel % split != 0 {
+                    continue;
+                }
+                let outer = Layout::contiguous(&domain)
+                    .reshape_view(&[split, numel / split])
+                    .unwrap();
+                if let Some(c) = compose(&outer, &inner) {
+                    assert_eq!(c.indices(), brute(&outer, &inner), "{outer:?} {inner:?}");
+                }
+            }
+        }
     }
 
     #[test]

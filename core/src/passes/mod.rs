@@ -27,6 +27,12 @@ pub struct Limits {
     /// Split reductions over a few long rows into chunks (GPUs, which give
     /// each output row one workgroup; see `split_reduce`).
     pub split_long_reductions: bool,
+    /// Also split reductions over the leading axes of a tensor whose kept
+    /// axes are the contiguous ones (batch norm's per-channel sums over
+    /// N·H·W of NHWC): the partial sums then run one thread per (chunk,
+    /// channel), reading rows in memory order. Only for targets whose
+    /// reduce template has the one-thread-per-row form (CUDA).
+    pub split_column_reductions: bool,
 }
 
 impl Limits {
@@ -36,6 +42,7 @@ impl Limits {
             max_kernel_args: 64,
             fuse: true,
             split_long_reductions: false,
+            split_column_reductions: false,
         }
     }
 
@@ -45,6 +52,7 @@ impl Limits {
             max_kernel_args: 7,
             fuse: true,
             split_long_reductions: true,
+            split_column_reductions: false,
         }
     }
 

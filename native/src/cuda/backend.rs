@@ -309,9 +309,11 @@ impl Backend for CudaBackend {
     fn limits(&self) -> Limits {
         // CUDA kernels take any number of pointer parameters; the CPU's
         // limit keeps kernels (and their compile times) the same size. Long
-        // reductions are split so that they fill the multiprocessors.
+        // reductions are split so that they fill the multiprocessors, and
+        // per-channel ones so that they also read in memory order.
         Limits {
             split_long_reductions: true,
+            split_column_reductions: true,
             ..Limits::cpu()
         }
     }

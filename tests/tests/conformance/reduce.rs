@@ -266,6 +266,81 @@ fn long_reductions_split_into_two_kernels_under_gpu_limits() -> Result<()> {
     Ok(())
 }
 
+/// Limits asking for the per-channel (column) split that CUDA uses, so that
+/// every stamp checks the split graph.
+fn column_split() -> Limits {
+    Limits {
+        split_column_reductions: true,
+        ..Limits::webgpu()
+    }
+}
+
+/// Reductions over the leading axes with many rows and contiguous kept axes
+/// (batch norm's statistics of NHWC activations): split into per-chunk
+/// partial results, one per (chunk, channel), and a combination.
+#[test]
+fn column_reductions_split_into_chunks_match_the_reference() -> Result<()> {
+    let d = dev!();
+    let split = column_split();
+    for (shape, axes) in [
+        (vec![16, 16, 16, 64], vec![0isize, 1, 2]),
+        (vec![8192, 48], vec![0]),
+        (vec![4, 1024, 2, 40], vec![0, 1]),
+        // 4099 is prime: no chunk count divides it, the reduction stays whole.
+        (vec![4099, 64], vec![0]),
+    ] {
+        let n: usize = axes.iter().map(|&a| shape[a as usize]).product();
+        let x = randn(&shape, 21, DType::F32, &d)?;
+        let y = randn(&shape, 22, DType::F32, &d)?;
+        for keepdim in [false, true] {
+            let what = |op: &str| format!("{op} of {shape:?} over {axes:?} keepdim {keepdim}");
+            let mean = x.mean(&axes, true)?;
+            let centered = x.sub(&mean)?;
+            let cases = [
+                ("sum", x.sum(&axes, keepdim)?, Tol::of(DType::F32).reduce(n)),
+                ("max", x.max(&axes, keepdim)?, Tol::of(DType::F32)),
+                ("min", x.min(&axes, keepdim)?, Tol::of(DType::F32)),
+                ("sum of x*y+1", x.mul(&y)?.add_scalar(1.0)?.sum(&axes, keepdim)?, Tol::of(DType::F32).ops(2).reduce(n)),
+                // The variance reads the mean broadcast over the split rows.
+                ("variance", centered.mul(&centered)?.mean(&axes, keepdim)?, Tol::of(DType::F32).ops(4).reduce(n)),
+            ];
+            for (op, t, tol) in cases {
+                check_with_limits(&what(op), &t, &split, tol)?;
+            }
+        }
+        // Batch norm's normalised output, reading two split statistics.
+        let mean = x.mean(&axes, true)?;
+        let centered = x.sub(&mean)?;
+        let var = centered.mul(&centered)?.mean(&axes, true)?;
+        let norm = centered.mul(&var.add_scalar(1e-5)?.rsqrt()?)?;
+        check_with_limits(&format!("normalised {shape:?}"), &norm, &split, Tol::of(DType::F32).ops(8).reduce(n))?;
+    }
+    // Columns of a transposed view are not contiguous: no split, same values.
+    let t = randn(&[64, 8192], 23, DType::F32, &d)?.transpose(0, 1)?;
+    check_with_limits("sum over rows of a transposed view", &t.sum(&[0], false)?, &split, Tol::of(DType::F32).reduce(8192))?;
+    let u = randint(&[8192, 64], 24, 0, 100, &d)?;
+    check_with_limits("integer column sum, split", &u.sum(&[0], false)?, &split, Tol::of(DType::I32))?;
+    Ok(())
+}
+
+#[test]
+fn column_reductions_split_into_two_kernels_under_cuda_limits() -> Result<()> {
+    let d = dev!();
+    let x = randn(&[32, 16, 16, 64], 25, DType::F32, &d)?;
+    let y = randn(&[32, 16, 16, 64], 26, DType::F32, &d)?;
+    let s = x.mul(&y)?.sum(&[0, 1, 2], false)?;
+    let count = |limits: &Limits| -> Result<usize> {
+        Ok(fusegraph_core::runtime::compiled_for(std::slice::from_ref(&s), limits)?.schedule.steps.len())
+    };
+    assert_eq!(count(&column_split())?, 2, "split: partial sums per chunk, then their combination");
+    assert_eq!(count(&Limits::webgpu())?, 1, "targets without the column split keep one kernel");
+    // Few rows per column: one kernel's work, no split.
+    let short = randn(&[64, 64], 27, DType::F32, &d)?.sum(&[0], false)?;
+    let c = fusegraph_core::runtime::compiled_for(std::slice::from_ref(&short), &column_split())?;
+    assert_eq!(c.schedule.steps.len(), 1);
+    Ok(())
+}
+
 // Values that are the same along a row (a stage value, a constant, and ops
 // of those such as `1 / (s*s + 1)` or `exp(-max)`) are computed once per row
 // on the CPU and read as scalars; integer row values still wrap and cast.

@@ -206,6 +206,8 @@ impl Backend for WgpuBackend {
                 .max(1),
             fuse: true,
             split_long_reductions: true,
+            // WGSL keeps a workgroup per row (see `Lang::serial_short_rows`).
+            split_column_reductions: false,
         }
     }
 
