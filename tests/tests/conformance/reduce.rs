@@ -104,6 +104,70 @@ fn max_and_min_propagate_nan() -> Result<()> {
     Ok(())
 }
 
+/// Row kernels that keep a contiguous last axis (the CPU runs them as column
+/// kernels: every output lane folds its own accumulator while the rows are
+/// read in memory order). Stages that read earlier stages per lane, full
+/// outputs, per-lane NaN and infinities, random and broadcast inputs, and a
+/// span long enough to be split across threads.
+#[test]
+fn reductions_keeping_a_contiguous_last_axis() -> Result<()> {
+    let d = dev!();
+    for dtype in supported(&d, &FLOATS) {
+        for (shape, axes) in [
+            (vec![37, 16], vec![0isize]),
+            (vec![5, 9, 3, 24], vec![1, 2]),
+            (vec![3, 7, 40], vec![0, 1]),
+        ] {
+            let n: usize = axes.iter().map(|&a| shape[a as usize]).product();
+            let what = |op: &str| format!("{op} {dtype} {shape:?} over {axes:?}");
+            let x = randn(&shape, 31, dtype, &d)?;
+            let y = randn(&shape, 32, dtype, &d)?;
+            check_tol(&what("sum"), &x.sum(&axes, false)?, Tol::of(dtype).reduce(n))?;
+            check(&what("max"), &x.max(&axes, true)?)?;
+            check(&what("min"), &x.min(&axes, false)?)?;
+            check_tol(&what("var"), &x.var(&axes, 1, true)?, Tol::of(dtype).ops(4).reduce(n))?;
+            let mean = x.mean(&axes, true)?;
+            let centered = x.sub(&mean)?;
+            let norm = centered.mul(&centered.mul(&centered)?.mean(&axes, true)?.add_scalar(1e-5)?.rsqrt()?)?;
+            check_tol(&what("normalised"), &norm, Tol::of(dtype).ops(8).reduce(n))?;
+            check_tol(&what("sum of x*y+1"), &x.mul(&y)?.add_scalar(1.0)?.sum(&axes, true)?, Tol::of(dtype).ops(2).reduce(n))?;
+            // A generated input (random numbers by linear index) and a
+            // per-lane broadcast operand.
+            let lane = randn(&[*shape.last().unwrap_or(&1)], 33, dtype, &d)?;
+            let r = Tensor::randn(shape.clone(), 34, dtype, &d)?.mul(&lane)?;
+            check_tol(&what("sum of randn * lane"), &r.sum(&axes, false)?, Tol::of(dtype).ops(2).reduce(n))?;
+        }
+        let x = randn(&[37, 16], 35, dtype, &d)?;
+        check_tol(&format!("softmax over axis 0 {dtype}"), &x.softmax(0)?, Tol::of(dtype).ops(4).reduce(37))?;
+        check_tol(&format!("log_softmax over axis 0 {dtype}"), &x.log_softmax(0)?, Tol::of(dtype).ops(4).reduce(37))?;
+        // NaN and infinities in some lanes only.
+        let (nan, inf) = (f64::NAN, f64::INFINITY);
+        let mut v: Vec<f64> = (0..48).map(|i| (i % 7) as f64 - 3.0).collect();
+        v[8 + 1] = nan;
+        v[16 + 2] = inf;
+        v[3] = -inf;
+        v[40 + 4] = nan;
+        let z = leaf(&v, &[6, 8], dtype, &d)?;
+        let m = z.max(&[0], false)?.to_vec_f64()?;
+        assert!(m[1].is_nan() && m[4].is_nan() && m[2] == inf && m[0] == 2.0, "max {dtype}: {m:?}");
+        let n = z.min(&[0], false)?.to_vec_f64()?;
+        assert!(n[1].is_nan() && n[4].is_nan() && n[3] == -inf && n[0] == -3.0, "min {dtype}: {n:?}");
+        check(&format!("max with nan lanes {dtype}"), &z.max(&[0], false)?)?;
+        check(&format!("sum with nan lanes {dtype}"), &z.sum(&[0], false)?)?;
+    }
+    // Long enough that the CPU splits each lane row across threads.
+    let x = randn(&[70_000, 16], 36, DType::F32, &d)?;
+    check_tol("sum of 70000 rows", &x.sum(&[0], false)?, Tol::of(DType::F32).reduce(70_000))?;
+    check("max of 70000 rows", &x.max(&[0], true)?)?;
+    let c = x.sub(&x.mean(&[0], true)?)?;
+    check_tol("variance of 70000 rows", &c.mul(&c)?.mean(&[0], false)?, Tol::of(DType::F32).ops(4).reduce(70_000))?;
+    // Integer columns, exact.
+    let u = randint(&[300, 3, 12], 37, -50, 50, &d)?;
+    check_with_limits("integer column sum", &u.sum(&[0, 1], false)?, &Limits::cpu(), Tol::of(DType::I32))?;
+    check("integer column max", &u.max(&[0], false)?)?;
+    Ok(())
+}
+
 #[test]
 fn argmax_first_maximum_wins_on_ties() -> Result<()> {
     let d = dev!();

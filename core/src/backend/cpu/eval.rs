@@ -22,6 +22,12 @@ pub trait Positions<T: Compute> {
     fn direct(&self, _node: ExprId, _len: usize) -> Option<&[T]> {
         None
     }
+    /// Fills `out` with stage `s`'s value at each position, when stage
+    /// values vary within a chunk (the column kernel's chunks span many
+    /// rows); `false` means one value per chunk, from `eval_chunk`'s `stages`.
+    fn stage(&self, _s: usize, _out: &mut [T]) -> bool {
+        false
+    }
 }
 
 /// Per-thread buffers, reused from chunk to chunk.
@@ -49,13 +55,20 @@ pub struct Scratch<T> {
 
 impl<T: Compute> Scratch<T> {
     pub fn new(expr: &Expr) -> Self {
+        Self::with_stages(expr, true)
+    }
+
+    /// `uniform_stages: false` for positions whose [`Positions::stage`]
+    /// gives stage values per position: they are then ordinary buffers.
+    pub fn with_stages(expr: &Expr, uniform_stages: bool) -> Self {
         let n = expr.len();
         let children: Vec<Vec<ExprId>> = (0..n).map(|i| expr.children(i)).collect();
         // Uniform over a chunk (children come before their users).
         let mut scalar_only = vec![false; n];
         for i in 0..n {
             scalar_only[i] = match expr.nodes[i] {
-                ExprNode::Const(_) | ExprNode::StageRef(_) => true,
+                ExprNode::Const(_) => true,
+                ExprNode::StageRef(_) => uniform_stages,
                 ExprNode::Unary(..) | ExprNode::Binary(..) | ExprNode::Cast(..) => {
                     children[i].iter().all(|&c| scalar_only[c])
                 }
@@ -240,7 +253,11 @@ pub fn eval_chunk<T: Compute>(
                 }
                 scratch.lin = lin;
             }
-            ExprNode::StageRef(s) => buf.fill(stages[*s]),
+            ExprNode::StageRef(s) => {
+                if !pos.stage(*s, &mut buf) {
+                    buf.fill(stages[*s]);
+                }
+            }
             ExprNode::Acc => match acc {
                 Some(a) => buf.copy_from_slice(&a[..len]),
                 None => buf.fill(T::ZERO),

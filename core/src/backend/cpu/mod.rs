@@ -13,6 +13,7 @@ pub mod matmul;
 pub mod par;
 pub mod pool;
 pub mod reduce;
+mod reduce_columns;
 pub mod reference;
 pub mod softmax_rows;
 pub mod storage;

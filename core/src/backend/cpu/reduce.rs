@@ -7,15 +7,15 @@ use crate::backend::cpu::compute::Compute;
 use crate::backend::cpu::eval::{eval_chunk, needs_f64, Positions, Scratch};
 use crate::backend::cpu::map::CHUNK;
 use crate::backend::cpu::par::{map_range, threads};
-use crate::backend::cpu::softmax_rows;
 use crate::backend::cpu::CpuStorage;
+use crate::backend::cpu::{reduce_columns, softmax_rows};
 use crate::dtype::Element;
 use crate::graph::op::ReduceOp;
 use crate::layout::Layout;
 use crate::schedule::kernel::{ExprId, ExprNode, ReduceBody};
 
 /// A raw output pointer shared by threads that write disjoint elements.
-struct SyncPtr<E>(*mut E);
+pub(super) struct SyncPtr<E>(pub(super) *mut E);
 // SAFETY: every row kernel task writes only the output positions of its own
 // rows, and the domain maps rows to disjoint positions, so no element is
 // written by two threads and none is read while written.
@@ -23,22 +23,25 @@ unsafe impl<E> Sync for SyncPtr<E> {}
 unsafe impl<E> Send for SyncPtr<E> {}
 
 impl<E> SyncPtr<E> {
-    fn at(&self, i: usize) -> *mut E {
+    pub(super) fn at(&self, i: usize) -> *mut E {
         // SAFETY: callers pass indices inside the output slice.
         unsafe { self.0.add(i) }
     }
 }
 
 /// The positions of one row, from `start` for a chunk.
-struct RowPos<'a> {
-    body: &'a ReduceBody,
-    args: &'a [&'a CpuStorage],
-    walks: &'a [Option<Walk>],
+pub(super) struct RowPos<'a> {
+    pub(super) body: &'a ReduceBody,
+    /// The domain axes a row runs along (the reduced ones, here; the column
+    /// kernel adds the last axis).
+    pub(super) axes: &'a [usize],
+    pub(super) args: &'a [&'a CpuStorage],
+    pub(super) walks: &'a [Option<Walk>],
     /// Domain-linear indices of the row (contiguous strides of the domain).
-    lin_walk: &'a Walk,
-    outer_coords: &'a [usize],
-    row_shape: &'a [usize],
-    start: usize,
+    pub(super) lin_walk: &'a Walk,
+    pub(super) outer_coords: &'a [usize],
+    pub(super) row_shape: &'a [usize],
+    pub(super) start: usize,
 }
 
 impl<T: Compute> Positions<T> for RowPos<'_> {
@@ -50,9 +53,9 @@ impl<T: Compute> Positions<T> for RowPos<'_> {
         }
     }
     fn coord(&self, axis: usize, out: &mut [T]) {
-        match self.body.axes.iter().position(|&a| a == axis) {
+        match self.axes.iter().position(|&a| a == axis) {
             None => {
-                let kept = (0..axis).filter(|a| !self.body.axes.contains(a)).count();
+                let kept = (0..axis).filter(|a| !self.axes.contains(a)).count();
                 out.fill(T::from_f64(self.outer_coords[kept] as f64));
             }
             Some(r) => {
@@ -211,7 +214,14 @@ pub fn run_reduce(r: &ReduceBody, args: &[&CpuStorage], out: &mut CpuStorage) {
             return;
         }
     }
-    if needs_f64(&r.expr, out.dtype()) {
+    let f64_compute = needs_f64(&r.expr, out.dtype());
+    if reduce_columns::applies(r) {
+        if f64_compute {
+            crate::with_storage!(out, |o| reduce_columns::run_columns::<f64, _>(r, args, o))
+        } else {
+            crate::with_storage!(out, |o| reduce_columns::run_columns::<f32, _>(r, args, o))
+        }
+    } else if f64_compute {
         crate::with_storage!(out, |o| reduce_typed::<f64, _>(r, args, o))
     } else {
         crate::with_storage!(out, |o| reduce_typed::<f32, _>(r, args, o))
@@ -220,7 +230,7 @@ pub fn run_reduce(r: &ReduceBody, args: &[&CpuStorage], out: &mut CpuStorage) {
 
 /// A row of the domain as a layout: `l` restricted to the reduced axes,
 /// starting at the given outer coordinates.
-fn row_layout(l: &Layout, axes: &[usize], outer: &[usize]) -> Layout {
+pub(super) fn row_layout(l: &Layout, axes: &[usize], outer: &[usize]) -> Layout {
     let mut offset = l.offset as isize;
     let mut k = 0;
     let (mut shape, mut strides) = (Vec::new(), Vec::new());
@@ -242,7 +252,7 @@ fn row_layout(l: &Layout, axes: &[usize], outer: &[usize]) -> Layout {
 
 /// The strides of `l` along the kept (non-reduced) axes: the row at outer
 /// coordinates `c` starts `Σ c_k · stride_k` after the first row.
-fn kept_strides(l: &Layout, axes: &[usize]) -> Vec<isize> {
+pub(super) fn kept_strides(l: &Layout, axes: &[usize]) -> Vec<isize> {
     (0..l.shape.len())
         .filter(|a| !axes.contains(a))
         .map(|a| l.strides[a])
@@ -252,7 +262,7 @@ fn kept_strides(l: &Layout, axes: &[usize]) -> Vec<isize> {
 /// Moves a walk built for the first row (offset `base`) to the row at
 /// `outer`: only the offset differs from row to row, so nothing is rebuilt
 /// (short rows are otherwise dominated by that per-row set-up).
-fn move_walk(w: &mut Walk, base: isize, kept: &[isize], outer: &[usize]) {
+pub(super) fn move_walk(w: &mut Walk, base: isize, kept: &[isize], outer: &[usize]) {
     w.offset = base
         + kept
             .iter()
@@ -262,7 +272,12 @@ fn move_walk(w: &mut Walk, base: isize, kept: &[isize], outer: &[usize]) {
 }
 
 /// [`move_walk`] for every load's walk.
-fn move_walks(walks: &mut [Option<Walk>], base: &[isize], kept: &[Vec<isize>], outer: &[usize]) {
+pub(super) fn move_walks(
+    walks: &mut [Option<Walk>],
+    base: &[isize],
+    kept: &[Vec<isize>],
+    outer: &[usize],
+) {
     for ((w, &b), st) in walks.iter_mut().zip(base).zip(kept) {
         if let Some(w) = w {
             move_walk(w, b, st, outer);
@@ -270,18 +285,22 @@ fn move_walks(walks: &mut [Option<Walk>], base: &[isize], kept: &[Vec<isize>], o
     }
 }
 
-/// The walk of every load over the row at `outer`; with `unit`, over a row
-/// of size 1 (for per-row outputs, whose loads do not vary along the row).
-fn row_walks(r: &ReduceBody, outer: &[usize], unit: bool) -> Vec<Option<Walk>> {
+/// The walk of every load over the row (along `axes`) at `outer`; with
+/// `unit`, the row's first `unit_axes` axes have size 1 (for per-row
+/// outputs, whose loads do not vary along the reduced axes).
+pub(super) fn row_walks(
+    r: &ReduceBody,
+    axes: &[usize],
+    outer: &[usize],
+    unit_axes: usize,
+) -> Vec<Option<Walk>> {
     r.expr
         .nodes
         .iter()
         .map(|n| match n {
             ExprNode::Load { access, .. } => {
-                let mut l = row_layout(access, &r.axes, outer);
-                if unit {
-                    l.shape.iter_mut().for_each(|d| *d = 1);
-                }
+                let mut l = row_layout(access, axes, outer);
+                l.shape[..unit_axes].iter_mut().for_each(|d| *d = 1);
                 Some(Walk::new(&l))
             }
             _ => None,
@@ -340,12 +359,12 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
         let mut scratch = Scratch::<T>::new(&r.expr);
         let mut outer_coords = vec![0usize; kept_shape.len()];
         // The walks of the first row; each row moves them by its offset.
-        let mut walks = row_walks(r, &outer_coords, false);
+        let mut walks = row_walks(r, &r.axes, &outer_coords, 0);
         let walk_base: Vec<isize> = walks
             .iter()
             .map(|w| w.as_ref().map_or(0, |w| w.offset))
             .collect();
-        let mut single = row_walks(r, &outer_coords, true);
+        let mut single = row_walks(r, &r.axes, &outer_coords, r.axes.len());
         let single_base: Vec<isize> = single
             .iter()
             .map(|w| w.as_ref().map_or(0, |w| w.offset))
@@ -363,6 +382,7 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
             move_walk(&mut lin_walk, lin_base, &lin_kept, &outer_coords);
             let pos_at = |start: usize| RowPos {
                 body: r,
+                axes: &r.axes,
                 args,
                 walks: &walks,
                 lin_walk: &lin_walk,
@@ -472,6 +492,7 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                 move_walks(&mut single, &single_base, &load_kept, &outer_coords);
                 let pos = RowPos {
                     body: r,
+                    axes: &r.axes,
                     args,
                     walks: &single,
                     lin_walk: &lin_walk,
