@@ -180,8 +180,9 @@ fn conv2d_gradients_match_finite_differences() -> Result<()> {
 
 #[test]
 fn conv2d_input_gradient_is_built_from_graph_ops_not_a_gather() -> Result<()> {
-    // The window view's gradient is a sum over a view of the spread and
-    // padded incoming gradient: no index table, no gather kernel.
+    // The window view's gradient is conv2d's backward-data convolution of
+    // the (spread) output gradient: no index table, no gather kernel, and
+    // no padded copy of the nine-fold window gradient.
     let uniform = |shape: &[usize], seed| {
         leaf(
             &Input::uniform(shape, seed, -1.0, 1.0).values,
@@ -199,6 +200,20 @@ fn conv2d_input_gradient_is_built_from_graph_ops_not_a_gather() -> Result<()> {
         let y = x.conv2d(&w, None, opts)?;
         let loss = y.mul(&y)?.sum(&[], false)?;
         let g = autograd::grad(&loss, &[&x])?.remove(0);
+        let compiled = fusegraph_core::runtime::compiled_for(
+            std::slice::from_ref(&g),
+            &fusegraph_core::passes::Limits::cpu(),
+        )?;
+        let padded_windows = compiled
+            .schedule
+            .steps
+            .iter()
+            .filter(|s| s.kernel.kind() == "concat" && s.kernel.out_shape.len() == 6)
+            .count();
+        assert_eq!(
+            padded_windows, 0,
+            "{opts:?}: the window gradient padded the [n, oh, ow, kh, kw, c] tensor"
+        );
         let scope = fusegraph_core::profile::Scope::start();
         g.realize()?;
         let report = scope.finish();

@@ -34,6 +34,7 @@
 //!   masks, comparisons) are constants. A target the output does not depend
 //!   on gets a zero gradient.
 
+mod conv_grad;
 mod views;
 mod vjp;
 

@@ -2,6 +2,7 @@
 //! elements of its input (inverse permute, zero padding, sums over
 //! broadcast axes, and a gather by storage position for `as_strided`).
 
+use crate::autograd::conv_grad;
 use crate::error::{Error, Result};
 use crate::graph::op::ViewOp;
 use crate::tensor::Tensor;
@@ -160,6 +161,9 @@ impl Windows {
     /// in front, and read through a view whose window axes step backwards
     /// along H and W by the dilation; the gradient is its sum over them.
     fn gradient(&self, g: &Tensor) -> Result<Tensor> {
+        if let Some(dx) = conv_grad::input_gradient(g, [self.hp, self.wp], self.axes)? {
+            return Ok(dx);
+        }
         let mut gp = g.clone();
         for (axis, (&(o, s, k, d), full)) in self.axes.iter().zip([self.hp, self.wp]).enumerate() {
             let axis = axis + 1;
@@ -194,7 +198,7 @@ impl Windows {
 }
 
 /// `x` with `s - 1` zeros after every element along `axis` (length × s).
-fn spread(x: &Tensor, axis: usize, s: usize) -> Result<Tensor> {
+pub(super) fn spread(x: &Tensor, axis: usize, s: usize) -> Result<Tensor> {
     if s == 1 {
         return Ok(x.clone());
     }
@@ -208,7 +212,7 @@ fn spread(x: &Tensor, axis: usize, s: usize) -> Result<Tensor> {
 }
 
 /// `x` with `before` and `after` zeros along `axis`.
-fn pad_axis(x: &Tensor, axis: usize, before: usize, after: usize) -> Result<Tensor> {
+pub(super) fn pad_axis(x: &Tensor, axis: usize, before: usize, after: usize) -> Result<Tensor> {
     let zeros = |len: usize| {
         let mut s = x.shape().to_vec();
         s[axis] = len;

@@ -20,9 +20,11 @@
 //! ```text
 //! cargo run --release -p fusegraph --example train_bench -- --reps 3 --resnet-batch 4 --resnet-reps 1
 //! cargo run --release -p fusegraph --features cuda --example train_bench -- --cuda
+//! cargo run --release -p fusegraph --example train_bench -- --plan   # CUDA kernels of the ResNet-18 step, no GPU
 //! ```
 
 mod models;
+mod plan;
 
 use std::time::Instant;
 
@@ -215,6 +217,9 @@ fn run() -> Result<()> {
     let resnet_reps = num("--resnet-reps", 30);
     let resnet_batch = num("--resnet-batch", 256);
     let out = value("--out").unwrap_or_else(|| "bench/results/train_fusegraph.json".into());
+    if flag("--plan") {
+        return plan::print_plan(resnet_batch);
+    }
     let dev = if flag("--cuda") {
         open_cuda()?
     } else {

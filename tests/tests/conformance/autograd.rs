@@ -219,8 +219,9 @@ fn views() -> Result<()> {
 #[test]
 fn conv2d_and_pooling_window_gradients() -> Result<()> {
     use fusegraph_core::nn::{Conv2dOptions, DataLayout};
-    // The window view's gradient (col2im): spread by the stride, padded,
-    // and summed over windows that step backwards, on this backend.
+    // The window view's gradient (col2im): for conv2d a backward-data
+    // convolution of the spread output gradient; for pooling the spread,
+    // padded gradient summed over windows that step backwards.
     let x = Input::uniform(&[2, 7, 6, 3], 620, -1.0, 1.0);
     let w = Input::uniform(&[2, 3, 3, 2], 621, -1.0, 1.0);
     let nhwc = |o: Conv2dOptions| o.layout(DataLayout::Nhwc);

@@ -1,0 +1,83 @@
+//! `--plan`: what the ResNet-18 training step compiles to on a CUDA target,
+//! without a GPU. The step (bf16 autocast forward, cross-entropy, gradients)
+//! is built lazily on the CPU device and compiled with the CUDA backend's
+//! fusion limits; the kernels are listed by kind with the bytes each reads
+//! and writes, the largest first, so fusion changes can be judged by the
+//! memory traffic they save before a GPU run.
+
+use fusegraph::passes::Limits;
+use fusegraph::runtime::compiled_for;
+use fusegraph::{autograd, nn, DType, Device, Result, Tensor};
+
+use crate::models::{Model, ResNet18};
+
+/// The CUDA backend's limits (see `CudaBackend::limits`).
+fn cuda_limits() -> Limits {
+    Limits {
+        split_long_reductions: true,
+        split_column_reductions: true,
+        ..Limits::cpu()
+    }
+}
+
+pub fn print_plan(batch: usize) -> Result<()> {
+    let dev = Device::Cpu;
+    let net = ResNet18::new(&dev)?;
+    let x = Tensor::randn([batch, 32, 32, 3], 7, DType::F32, &dev)?;
+    let y = Tensor::from_vec(
+        (0..batch as i32).map(|i| i % 10).collect::<Vec<_>>(),
+        [batch],
+        &dev,
+    )?;
+    Tensor::realize_all(&[x.clone(), y.clone()])?;
+    let params = net.parameters();
+    let leaves: Vec<Tensor> = params.iter().map(|p| p.get()).collect();
+    let logits = nn::autocast(DType::BF16, || net.forward(&x))?;
+    let loss = logits.cast(DType::F32)?.cross_entropy(&y)?;
+    let refs: Vec<&Tensor> = leaves.iter().collect();
+    let mut outs = autograd::grad(&loss, &refs)?;
+    outs.push(loss);
+    let compiled = compiled_for(&outs, &cuda_limits())?;
+    let steps = &compiled.schedule.steps;
+    let mut rows: Vec<(u64, u64, &'static str, Vec<usize>)> = steps
+        .iter()
+        .map(|s| {
+            (
+                s.kernel.bytes(),
+                s.kernel.flops(),
+                s.kernel.kind(),
+                s.kernel.out_shape.clone(),
+            )
+        })
+        .collect();
+    let total: u64 = rows.iter().map(|r| r.0).sum();
+    println!(
+        "resnet18 bf16 step, batch {batch}: {} kernels, {:.2} GB moved",
+        rows.len(),
+        total as f64 / 1e9
+    );
+    let mut kinds: Vec<(&str, usize, u64)> = Vec::new();
+    for r in &rows {
+        match kinds.iter_mut().find(|k| k.0 == r.2) {
+            Some(k) => {
+                k.1 += 1;
+                k.2 += r.0;
+            }
+            None => kinds.push((r.2, 1, r.0)),
+        }
+    }
+    kinds.sort_by_key(|k| std::cmp::Reverse(k.2));
+    for (kind, n, bytes) in kinds {
+        println!("  {kind:<8} {n:>5} kernels {:>8.3} GB", bytes as f64 / 1e9);
+    }
+    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+    println!("largest:");
+    for (bytes, flops, kind, shape) in rows.iter().take(30) {
+        println!(
+            "  {kind:<8} {:>8.1} MB {:>8.2} GFLOP out {shape:?}",
+            *bytes as f64 / 1e6,
+            *flops as f64 / 1e9
+        );
+    }
+    Ok(())
+}
