@@ -67,12 +67,8 @@ impl Limits {
 /// Runs every pass to a fixed point. Afterwards every computing node is a kernel.
 pub fn optimize(g: &mut Graph, limits: &Limits) {
     g.eliminate_dead();
-    // Each split removes one long reduction; the bound guards against a bug.
-    for _ in 0..64 {
-        if !split_reduce::split_long_reductions(g, limits) {
-            break;
-        }
-    }
+    // One pass splits them all; the reductions it adds are short.
+    split_reduce::split_long_reductions(g, limits);
     // Each pass strictly shrinks the graph or rewrites a node into a final
     // form, so the loop ends; the bound guards against a pass bug.
     for _ in 0..64 {

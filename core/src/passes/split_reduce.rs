@@ -45,24 +45,36 @@ const COLUMN_THREADS: usize = 1 << 17;
 const LONG_COLUMN: usize = 4096;
 /// Rows each thread of the partial sums folds at least.
 const MIN_COLUMN_CHUNK: usize = 16;
-/// More chunks would make the combining reduction itself long.
-const MAX_COLUMN_CHUNKS: usize = 4096;
+/// More chunks would make the combining reduction itself long (it must stay
+/// below `LONG_COLUMN`, or it would be split again).
+const MAX_COLUMN_CHUNKS: usize = 2048;
 /// A warp's worth of adjacent columns, so that its reads coalesce.
 const MIN_COLUMNS: usize = 32;
 
-/// Splits one long reduction; returns true if it changed the graph (the
-/// driver calls it until it returns false).
+/// Splits every long reduction of the graph in one pass; returns true if it
+/// changed the graph. (A training step has a hundred or more: one split
+/// per pass, as this once did, ran into the driver's pass bound and left
+/// the rest whole.)
 pub fn split_long_reductions(g: &mut Graph, limits: &Limits) -> bool {
     if !limits.split_long_reductions {
         return false;
     }
-    for i in 0..g.nodes.len() {
-        if let Some(plan) = plan_split(g, i, limits) {
-            apply(g, i, plan);
-            return true;
+    let mut changed = false;
+    let mut i = 0;
+    while i < g.nodes.len() {
+        match plan_split(g, i, limits) {
+            Some(plan) => {
+                apply(g, i, plan);
+                changed = true;
+                // The view, partial and combined reductions now sit at
+                // i..i+3 and the reshape that replaced node i at i+3; the
+                // combined reduction is short by construction.
+                i += 4;
+            }
+            None => i += 1,
         }
     }
-    false
+    changed
 }
 
 /// What a split inserts for node `i`: `view` of the input, a `partial`

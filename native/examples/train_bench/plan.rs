@@ -7,6 +7,7 @@
 
 use fusegraph::passes::Limits;
 use fusegraph::runtime::compiled_for;
+use fusegraph::schedule::kernel::{Body, ExprNode, Kernel};
 use fusegraph::{autograd, nn, DType, Device, Result, Tensor};
 
 use crate::models::{Model, ResNet18};
@@ -39,14 +40,14 @@ pub fn print_plan(batch: usize) -> Result<()> {
     outs.push(loss);
     let compiled = compiled_for(&outs, &cuda_limits())?;
     let steps = &compiled.schedule.steps;
-    let mut rows: Vec<(u64, u64, &'static str, Vec<usize>)> = steps
+    let mut rows: Vec<(u64, u64, &'static str, String)> = steps
         .iter()
         .map(|s| {
             (
                 s.kernel.bytes(),
                 s.kernel.flops(),
                 s.kernel.kind(),
-                s.kernel.out_shape.clone(),
+                describe(&s.kernel),
             )
         })
         .collect();
@@ -72,12 +73,31 @@ pub fn print_plan(batch: usize) -> Result<()> {
     }
     rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     println!("largest:");
-    for (bytes, flops, kind, shape) in rows.iter().take(30) {
+    for (bytes, flops, kind, what) in rows.iter().take(40) {
         println!(
-            "  {kind:<8} {:>8.1} MB {:>8.2} GFLOP out {shape:?}",
+            "  {kind:<8} {:>8.1} MB {:>8.2} GFLOP {what}",
             *bytes as f64 / 1e6,
             *flops as f64 / 1e9
         );
     }
     Ok(())
+}
+
+/// The output shape, and for row kernels the domain, reduced axes and stages.
+fn describe(k: &Kernel) -> String {
+    match &k.body {
+        Body::Reduce(r) => format!(
+            "out {:?}: domain {:?} over {:?}, {} stage(s), {} loads",
+            k.out_shape,
+            r.shape,
+            r.axes,
+            r.stages.len(),
+            r.expr
+                .nodes
+                .iter()
+                .filter(|n| matches!(n, ExprNode::Load { .. }))
+                .count()
+        ),
+        _ => format!("out {:?}", k.out_shape),
+    }
 }

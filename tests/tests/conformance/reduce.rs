@@ -323,6 +323,11 @@ fn long_reductions_split_into_two_kernels_under_gpu_limits() -> Result<()> {
     // The map fuses into the chunk reduction; the second kernel combines 1024 partials.
     assert_eq!(count(&Limits::webgpu())?, 2, "split: chunks, then their combination");
     assert_eq!(count(&Limits::cpu())?, 1, "the CPU reduces a long row across threads in one kernel");
+    // Every long reduction of a graph splits (a training step has a hundred
+    // or more), each into two kernels.
+    let sums: Vec<Tensor> = (0..80).map(|i| x.mul_scalar(i as f64)?.sum(&[], false)).collect::<Result<_>>()?;
+    let c = fusegraph_core::runtime::compiled_for(&sums, &Limits::webgpu())?;
+    assert_eq!(c.schedule.steps.len(), 160, "80 long sums, each chunks then combination");
     // Many short rows fill a GPU already: no split.
     let m = randn(&[4096, 256], 13, DType::F32, &d)?.sum(&[1], false)?;
     let c = fusegraph_core::runtime::compiled_for(std::slice::from_ref(&m), &Limits::webgpu())?;
