@@ -230,7 +230,7 @@ pub fn run_reduce(r: &ReduceBody, args: &[&CpuStorage], out: &mut CpuStorage) {
 
 /// A row of the domain as a layout: `l` restricted to the reduced axes,
 /// starting at the given outer coordinates.
-pub(super) fn row_layout(l: &Layout, axes: &[usize], outer: &[usize]) -> Layout {
+fn row_layout(l: &Layout, axes: &[usize], outer: &[usize]) -> Layout {
     let mut offset = l.offset as isize;
     let mut k = 0;
     let (mut shape, mut strides) = (Vec::new(), Vec::new());
@@ -262,7 +262,7 @@ pub(super) fn kept_strides(l: &Layout, axes: &[usize]) -> Vec<isize> {
 /// Moves a walk built for the first row (offset `base`) to the row at
 /// `outer`: only the offset differs from row to row, so nothing is rebuilt
 /// (short rows are otherwise dominated by that per-row set-up).
-pub(super) fn move_walk(w: &mut Walk, base: isize, kept: &[isize], outer: &[usize]) {
+fn move_walk(w: &mut Walk, base: isize, kept: &[isize], outer: &[usize]) {
     w.offset = base
         + kept
             .iter()
@@ -272,12 +272,7 @@ pub(super) fn move_walk(w: &mut Walk, base: isize, kept: &[isize], outer: &[usiz
 }
 
 /// [`move_walk`] for every load's walk.
-pub(super) fn move_walks(
-    walks: &mut [Option<Walk>],
-    base: &[isize],
-    kept: &[Vec<isize>],
-    outer: &[usize],
-) {
+fn move_walks(walks: &mut [Option<Walk>], base: &[isize], kept: &[Vec<isize>], outer: &[usize]) {
     for ((w, &b), st) in walks.iter_mut().zip(base).zip(kept) {
         if let Some(w) = w {
             move_walk(w, b, st, outer);
@@ -288,7 +283,7 @@ pub(super) fn move_walks(
 /// The walk of every load over the row (along `axes`) at `outer`; with
 /// `unit`, the row's first `unit_axes` axes have size 1 (for per-row
 /// outputs, whose loads do not vary along the reduced axes).
-pub(super) fn row_walks(
+fn row_walks(
     r: &ReduceBody,
     axes: &[usize],
     outer: &[usize],
@@ -306,6 +301,129 @@ pub(super) fn row_walks(
             _ => None,
         })
         .collect()
+}
+
+/// Folds positions `0..len` of a row with `fold(lo, hi, scratch)`: in one
+/// call, or (`split`) in segments of whole `unit`s spread over the
+/// threads, each with a scratch of its own, merged in row order.
+pub(super) fn fold_row<A: Send, S>(
+    len: usize,
+    unit: usize,
+    split: bool,
+    scratch: &mut S,
+    new_scratch: impl Fn() -> S + Sync,
+    fold: impl Fn(usize, usize, &mut S) -> A + Sync,
+    merge: impl Fn(A, A) -> A,
+) -> Option<A> {
+    if !split {
+        return Some(fold(0, len, scratch));
+    }
+    let seg = len.div_ceil(threads() * 4).div_ceil(unit).max(1) * unit;
+    map_range(len.div_ceil(seg), |p| {
+        fold(p * seg, ((p + 1) * seg).min(len), &mut new_scratch())
+    })
+    .into_iter()
+    .reduce(merge)
+}
+
+/// Per load: the strides that move its walk from row to row.
+pub(super) fn load_kept_strides(r: &ReduceBody, axes: &[usize]) -> Vec<Vec<isize>> {
+    r.expr
+        .nodes
+        .iter()
+        .map(|n| match n {
+            ExprNode::Load { access, .. } => kept_strides(access, axes),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// The walks one task of a row kernel moves from row to row: every load's
+/// walk over a row (`walks`), over a row whose reduced axes have size 1
+/// (`single`, for per-row outputs) and the domain's (`lin`), built once
+/// for the first row; each row only moves their offsets.
+pub(super) struct RowWalks {
+    pub(super) walks: Vec<Option<Walk>>,
+    walk_base: Vec<isize>,
+    pub(super) single: Vec<Option<Walk>>,
+    single_base: Vec<isize>,
+    pub(super) lin: Walk,
+    lin_base: isize,
+}
+
+impl RowWalks {
+    /// `axes`: the domain axes a row runs along, the reduced ones first.
+    pub(super) fn new(r: &ReduceBody, axes: &[usize], domain: &Layout, outer_rank: usize) -> Self {
+        let outer = vec![0usize; outer_rank];
+        let offsets = |w: &[Option<Walk>]| -> Vec<isize> {
+            w.iter()
+                .map(|w| w.as_ref().map_or(0, |w| w.offset))
+                .collect()
+        };
+        let walks = row_walks(r, axes, &outer, 0);
+        let single = row_walks(r, axes, &outer, r.axes.len());
+        let lin = Walk::new(&row_layout(domain, axes, &outer));
+        RowWalks {
+            walk_base: offsets(&walks),
+            single_base: offsets(&single),
+            lin_base: lin.offset,
+            walks,
+            single,
+            lin,
+        }
+    }
+
+    /// Moves the row walks and the domain's to row `row` of the rows of
+    /// `shape` (row-major), whose coordinates it leaves in `outer`.
+    pub(super) fn move_to(
+        &mut self,
+        load_kept: &[Vec<isize>],
+        lin_kept: &[isize],
+        row: usize,
+        shape: &[usize],
+        outer: &mut [usize],
+    ) {
+        let mut rem = row;
+        for k in (0..shape.len()).rev() {
+            outer[k] = rem % shape[k];
+            rem /= shape[k];
+        }
+        move_walks(&mut self.walks, &self.walk_base, load_kept, outer);
+        move_walk(&mut self.lin, self.lin_base, lin_kept, outer);
+    }
+
+    /// Moves the unit-row walks to the row at `outer`.
+    pub(super) fn move_single(&mut self, load_kept: &[Vec<isize>], outer: &[usize]) {
+        move_walks(&mut self.single, &self.single_base, load_kept, outer);
+    }
+}
+
+/// Stores a chunk of a full output, `vals`, at the domain positions that
+/// `lin` gives for linear positions `start..start + vals.len()`.
+///
+/// # Safety
+/// Those positions lie inside the output `out` points into, and no other
+/// thread writes or reads them meanwhile (see [`SyncPtr`]).
+pub(super) unsafe fn store_full<T: Compute, E: Element>(
+    out: &SyncPtr<E>,
+    lin: &Walk,
+    start: usize,
+    vals: &[T],
+) {
+    lin.runs(start, vals.len(), |p, idx, n, st| {
+        if st == 1 {
+            // SAFETY: the caller's positions (see above).
+            let dst = unsafe { std::slice::from_raw_parts_mut(out.at(idx as usize), n) };
+            store_typed(dst, &vals[p..p + n]);
+        } else {
+            for j in 0..n {
+                // SAFETY: as above.
+                unsafe {
+                    *out.at((idx + j as isize * st) as usize) = E::from_f64(vals[p + j].to_f64())
+                };
+            }
+        }
+    });
 }
 
 fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], out: &mut [E]) {
@@ -345,47 +463,22 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
         unsafe { *ptr.at(i) = E::from_f64(v.to_f64()) };
     };
     // Per load (and for the domain): the strides that move a walk from row to row.
-    let load_kept: Vec<Vec<isize>> = r
-        .expr
-        .nodes
-        .iter()
-        .map(|n| match n {
-            ExprNode::Load { access, .. } => kept_strides(access, &r.axes),
-            _ => Vec::new(),
-        })
-        .collect();
+    let load_kept = load_kept_strides(r, &r.axes);
     let lin_kept = kept_strides(&domain, &r.axes);
     map_range(tasks, |t| {
         let mut scratch = Scratch::<T>::new(&r.expr);
         let mut outer_coords = vec![0usize; kept_shape.len()];
-        // The walks of the first row; each row moves them by its offset.
-        let mut walks = row_walks(r, &r.axes, &outer_coords, 0);
-        let walk_base: Vec<isize> = walks
-            .iter()
-            .map(|w| w.as_ref().map_or(0, |w| w.offset))
-            .collect();
-        let mut single = row_walks(r, &r.axes, &outer_coords, r.axes.len());
-        let single_base: Vec<isize> = single
-            .iter()
-            .map(|w| w.as_ref().map_or(0, |w| w.offset))
-            .collect();
-        let mut lin_walk = Walk::new(&row_layout(&domain, &r.axes, &outer_coords));
-        let lin_base = lin_walk.offset;
+        let mut rw = RowWalks::new(r, &r.axes, &domain, kept_shape.len());
         let mut stage_vals: Vec<T> = Vec::with_capacity(r.stages.len());
         for o in t * rows_per_task..((t + 1) * rows_per_task).min(n_outer) {
-            let mut rem = o;
-            for k in (0..kept_shape.len()).rev() {
-                outer_coords[k] = rem % kept_shape[k];
-                rem /= kept_shape[k];
-            }
-            move_walks(&mut walks, &walk_base, &load_kept, &outer_coords);
-            move_walk(&mut lin_walk, lin_base, &lin_kept, &outer_coords);
+            rw.move_to(&load_kept, &lin_kept, o, &kept_shape, &mut outer_coords);
+            let (walks, lin_walk) = (&rw.walks, &rw.lin);
             let pos_at = |start: usize| RowPos {
                 body: r,
                 axes: &r.axes,
                 args,
-                walks: &walks,
-                lin_walk: &lin_walk,
+                walks,
+                lin_walk,
                 outer_coords: &outer_coords,
                 row_shape: &row_shape,
                 start,
@@ -437,20 +530,20 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                     }
                     acc
                 };
-                let acc = if split_rows {
-                    let seg = row_len.div_ceil(threads() * 4).max(CHUNK);
-                    let parts = map_range(row_len.div_ceil(seg), |p| {
+                let acc = fold_row(
+                    row_len,
+                    CHUNK,
+                    split_rows,
+                    &mut scratch,
+                    || {
                         let mut sc = Scratch::<T>::new(&r.expr);
                         sc.new_chunk();
-                        fold_range(p * seg, ((p + 1) * seg).min(row_len), &mut sc)
-                    });
-                    parts
-                        .into_iter()
-                        .reduce(|a, b| a.merge(b))
-                        .unwrap_or(Acc::new(stage.op))
-                } else {
-                    fold_range(0, row_len, &mut scratch)
-                };
+                        sc
+                    },
+                    fold_range,
+                    Acc::merge,
+                )
+                .unwrap_or(Acc::new(stage.op));
                 stage_vals.push(acc.value());
             }
             if r.out_full {
@@ -469,33 +562,22 @@ fn reduce_typed<T: Compute, E: Element>(r: &ReduceBody, args: &[&CpuStorage], ou
                         None,
                         &mut scratch,
                     );
-                    let vals = &scratch.bufs[r.out];
-                    lin_walk.runs(c, len, |p, idx, n, st| {
-                        if st == 1 {
-                            // SAFETY: positions idx..idx+n belong to this row
-                            // only (see `SyncPtr`) and lie inside the output.
-                            let dst =
-                                unsafe { std::slice::from_raw_parts_mut(ptr.at(idx as usize), n) };
-                            store_typed(dst, &vals[p..p + n]);
-                        } else {
-                            for j in 0..n {
-                                write((idx + j as isize * st) as usize, vals[p + j]);
-                            }
-                        }
-                    });
+                    // SAFETY: positions of this row only (see `SyncPtr`),
+                    // inside the output (it has numel(domain) elements).
+                    unsafe { store_full(&ptr, lin_walk, c, &scratch.bufs[r.out]) };
                     c += len;
                 }
             } else {
                 // The per-row output reads its inputs once per row (stride 0
                 // along the reduced axes): walk them over a row of size 1,
                 // which also covers empty rows.
-                move_walks(&mut single, &single_base, &load_kept, &outer_coords);
+                rw.move_single(&load_kept, &outer_coords);
                 let pos = RowPos {
                     body: r,
                     axes: &r.axes,
                     args,
-                    walks: &single,
-                    lin_walk: &lin_walk,
+                    walks: &rw.single,
+                    lin_walk: &rw.lin,
                     outer_coords: &outer_coords,
                     row_shape: &row_shape,
                     start: 0,

@@ -9,13 +9,13 @@
 //! accumulator. Stage values are per lane, so later stages and the output
 //! read them through [`Positions::stage`].
 
-use crate::backend::cpu::access::{store_typed, Walk};
+use crate::backend::cpu::access::store_typed;
 use crate::backend::cpu::compute::Compute;
 use crate::backend::cpu::eval::{eval_chunk, Positions, Scratch};
 use crate::backend::cpu::map::CHUNK;
 use crate::backend::cpu::par::{map_range, threads};
 use crate::backend::cpu::reduce::{
-    kept_strides, move_walk, move_walks, row_layout, row_walks, RowPos, SyncPtr,
+    fold_row, kept_strides, load_kept_strides, store_full, RowPos, RowWalks, SyncPtr,
 };
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::Element;
@@ -180,15 +180,7 @@ pub(super) fn run_columns<T: Compute, E: Element>(
         .collect();
     let out_live = r.expr.reachable(&[r.out]);
     let domain = Layout::contiguous(&r.shape);
-    let load_kept: Vec<Vec<isize>> = r
-        .expr
-        .nodes
-        .iter()
-        .map(|n| match n {
-            ExprNode::Load { access, .. } => kept_strides(access, &axes),
-            _ => Vec::new(),
-        })
-        .collect();
+    let load_kept = load_kept_strides(r, &axes);
     let lin_kept = kept_strides(&domain, &axes);
     let ptr = SyncPtr(out.as_mut_ptr());
     let out_len = out.len();
@@ -202,33 +194,17 @@ pub(super) fn run_columns<T: Compute, E: Element>(
     map_range(groups.div_ceil(groups_per_task), |t| {
         let mut scratch = Scratch::<T>::with_stages(&r.expr, false);
         let mut outer = vec![0usize; outer_shape.len()];
-        let mut walks = row_walks(r, &axes, &outer, 0);
-        let walk_base: Vec<isize> = walks
-            .iter()
-            .map(|w| w.as_ref().map_or(0, |w| w.offset))
-            .collect();
-        let mut single = row_walks(r, &axes, &outer, r.axes.len());
-        let single_base: Vec<isize> = single
-            .iter()
-            .map(|w| w.as_ref().map_or(0, |w| w.offset))
-            .collect();
-        let mut lin_walk = Walk::new(&row_layout(&domain, &axes, &outer));
-        let lin_base = lin_walk.offset;
+        let mut rw = RowWalks::new(r, &axes, &domain, outer_shape.len());
         let mut stage_vals: Vec<Vec<T>> = Vec::with_capacity(r.stages.len());
         for g in t * groups_per_task..((t + 1) * groups_per_task).min(groups) {
-            let mut rem = g;
-            for k in (0..outer_shape.len()).rev() {
-                outer[k] = rem % outer_shape[k];
-                rem /= outer_shape[k];
-            }
-            move_walks(&mut walks, &walk_base, &load_kept, &outer);
-            move_walk(&mut lin_walk, lin_base, &lin_kept, &outer);
+            rw.move_to(&load_kept, &lin_kept, g, &outer_shape, &mut outer);
+            let (walks, lin_walk) = (&rw.walks, &rw.lin);
             let row_at = |start: usize| RowPos {
                 body: r,
                 axes: &axes,
                 args,
-                walks: &walks,
-                lin_walk: &lin_walk,
+                walks,
+                lin_walk,
                 outer_coords: &outer,
                 row_shape: &row_shape,
                 start,
@@ -254,19 +230,17 @@ pub(super) fn run_columns<T: Compute, E: Element>(
                     }
                     acc
                 };
-                let acc = if split {
-                    // Segments of whole lane rows, a few per thread.
-                    let seg = span.div_ceil(threads() * 4).div_ceil(chunk).max(1) * chunk;
-                    map_range(span.div_ceil(seg), |p| {
-                        let mut sc = Scratch::<T>::with_stages(&r.expr, false);
-                        fold_range(p * seg, ((p + 1) * seg).min(span), &mut sc)
-                    })
-                    .into_iter()
-                    .reduce(LaneAcc::merge)
-                    .unwrap_or_else(|| LaneAcc::new(stage.op, lanes))
-                } else {
-                    fold_range(0, span, &mut scratch)
-                };
+                // Segments of whole lane rows, a few per thread.
+                let acc = fold_row(
+                    span,
+                    chunk,
+                    split,
+                    &mut scratch,
+                    || Scratch::<T>::with_stages(&r.expr, false),
+                    fold_range,
+                    LaneAcc::merge,
+                )
+                .unwrap_or_else(|| LaneAcc::new(stage.op, lanes));
                 stage_vals.push(acc.values());
             }
             if r.out_full {
@@ -281,36 +255,22 @@ pub(super) fn run_columns<T: Compute, E: Element>(
                         stage_vals: &stage_vals,
                     };
                     eval_chunk(&r.expr, &out_live, len, &pos, &[], None, &mut scratch);
-                    let vals = &scratch.bufs[r.out];
-                    lin_walk.runs(c, len, |p, idx, n, st| {
-                        debug_assert!(idx as usize + (n - 1) * st as usize <= out_len);
-                        if st == 1 {
-                            // SAFETY: see `SyncPtr`: this group's positions
-                            // are its own, and lie inside the output.
-                            let dst =
-                                unsafe { std::slice::from_raw_parts_mut(ptr.at(idx as usize), n) };
-                            store_typed(dst, &vals[p..p + n]);
-                        } else {
-                            for j in 0..n {
-                                let i = (idx + j as isize * st) as usize;
-                                // SAFETY: as above.
-                                unsafe { *ptr.at(i) = E::from_f64(vals[p + j].to_f64()) };
-                            }
-                        }
-                    });
+                    // SAFETY: this group's positions are its own (see
+                    // `SyncPtr`) and lie inside the output.
+                    unsafe { store_full(&ptr, lin_walk, c, &scratch.bufs[r.out]) };
                     c += len;
                 }
             } else {
                 // One value per lane: the loads of a per-row output do not
                 // vary along the reduced axes, so walk them with those at 1.
-                move_walks(&mut single, &single_base, &load_kept, &outer);
+                rw.move_single(&load_kept, &outer);
                 let pos = LanePos {
                     row: RowPos {
                         body: r,
                         axes: &axes,
                         args,
-                        walks: &single,
-                        lin_walk: &lin_walk,
+                        walks: &rw.single,
+                        lin_walk: &rw.lin,
                         outer_coords: &outer,
                         row_shape: &row_shape,
                         start: 0,
