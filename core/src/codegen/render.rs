@@ -487,7 +487,10 @@ impl<'l, L: Lang> Renderer<'l, L> {
             s = self.l.lit_ix(offset);
         }
         for d in 0..strides.len() {
-            if strides[d] == 0 || dims[d] == 1 {
+            // Axes of size 1 add nothing; axes of size 0 leave the kernel no
+            // position to evaluate, and `used_axes` declares no coordinate
+            // for either.
+            if strides[d] == 0 || dims[d] <= 1 {
                 continue;
             }
             let term = if strides[d] == 1 {
@@ -519,11 +522,14 @@ impl<'l, L: Lang> Renderer<'l, L> {
         used: &[bool],
     ) {
         let st = contiguous(dims);
+        // An empty domain has no position to decompose (and its contiguous
+        // strides would divide by zero).
+        let empty = dims.contains(&0);
         for d in 0..dims.len() {
             if !used[d] {
                 continue;
             }
-            let val = if dims[d] == 1 {
+            let val = if dims[d] == 1 || empty {
                 self.l.lit_ix(0)
             } else {
                 let q = if st[d] == 1 {

@@ -86,6 +86,10 @@ fn sum_over_empty_axis_is_zero_and_max_over_empty_is_an_error() -> Result<()> {
     // Max over a non-empty axis of a tensor whose other axis is empty is fine.
     assert_eq!(z.max(&[0], false)?.shape(), &[0]);
     assert_eq!(Tensor::zeros([0, 3], DType::F32, &d)?.max(&[1], false)?.shape(), &[0]);
+    // An empty leading axis under many lanes (the CPU's column kernel).
+    let e = Tensor::from_vec(Vec::<f32>::new(), [2, 0, 16], &d)?;
+    assert_eq!(e.sum(&[1], true)?.to_vec::<f32>()?, vec![0.0; 32]);
+    assert_eq!(e.sum(&[0, 1], false)?.to_vec::<f32>()?, vec![0.0; 16]);
     Ok(())
 }
 
