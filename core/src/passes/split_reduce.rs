@@ -141,7 +141,11 @@ fn plan_split(g: &Graph, i: usize, limits: &Limits) -> Option<Plan> {
     }
     let rows: usize = shape[lead..].iter().product();
     let row_len: usize = shape[..lead].iter().product();
-    if shape[rank - 1] < MIN_COLUMNS || rows >= COLUMN_THREADS / 4 || row_len < LONG_COLUMN {
+    if rows == 0
+        || shape[rank - 1] < MIN_COLUMNS
+        || rows >= COLUMN_THREADS / 4
+        || row_len < LONG_COLUMN
+    {
         return None;
     }
     let most = (COLUMN_THREADS / rows)

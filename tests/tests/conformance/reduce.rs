@@ -393,6 +393,9 @@ fn column_reductions_split_into_chunks_match_the_reference() -> Result<()> {
     check_with_limits("sum over rows of a transposed view", &t.sum(&[0], false)?, &split, Tol::of(DType::F32).reduce(8192))?;
     let u = randint(&[8192, 64], 24, 0, 100, &d)?;
     check_with_limits("integer column sum, split", &u.sum(&[0], false)?, &split, Tol::of(DType::I32))?;
+    // No kept positions: nothing to split.
+    let e = Tensor::from_vec(Vec::<f32>::new(), [4096, 0, 64], &d)?;
+    check_with_limits("sum with an empty kept axis", &e.sum(&[0], false)?, &split, Tol::of(DType::F32))?;
     Ok(())
 }
 
