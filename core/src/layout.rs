@@ -71,6 +71,35 @@ impl Layout {
         true
     }
 
+    /// The shape and strides with size-1 axes dropped and neighbouring axes
+    /// merged wherever the outer stride is the inner one times the inner size
+    /// (the merged axis walks the same addresses in the same order); `[1]`
+    /// and `[0]` when nothing is left.
+    pub fn merged_axes(&self) -> (Vec<usize>, Vec<isize>) {
+        let mut shape: Vec<usize> = Vec::with_capacity(self.rank());
+        let mut strides: Vec<isize> = Vec::with_capacity(self.rank());
+        for (&d, &s) in self.shape.iter().zip(&self.strides) {
+            if d == 1 {
+                continue;
+            }
+            match (shape.last_mut(), strides.last_mut()) {
+                (Some(ld), Some(ls)) if *ls == s * d as isize => {
+                    *ld *= d;
+                    *ls = s;
+                }
+                _ => {
+                    shape.push(d);
+                    strides.push(s);
+                }
+            }
+        }
+        if shape.is_empty() {
+            shape.push(1);
+            strides.push(0);
+        }
+        (shape, strides)
+    }
+
     /// Contiguous and starting at element 0 of a storage of exactly `numel` elements.
     pub fn is_dense_from_zero(&self, storage_len: usize) -> bool {
         self.is_contiguous() && self.offset == 0 && self.numel() == storage_len

@@ -27,16 +27,9 @@ const COLUMN_WARP: usize = 32;
 /// with one coalesced load per step, where a workgroup per row would read
 /// a column with a large stride (batch norm's per-channel sums of NHWC).
 fn reads_columns(red: &ReduceBody) -> bool {
-    let Some(last) = red.shape.len().checked_sub(1) else {
-        return false;
-    };
-    !red.axes.contains(&last)
-        && red.shape[last] >= COLUMN_WARP
-        && red.expr.nodes.iter().all(|n| match n {
-            ExprNode::Load { access, .. } => matches!(access.strides.last(), Some(0 | 1)),
-            _ => true,
-        })
+    red.keeps_contiguous_last_axis() && red.shape.last().is_some_and(|&d| d >= COLUMN_WARP)
 }
+
 /// WebGPU's default `maxComputeWorkgroupsPerDimension`, also CUDA's grid y/z limit.
 pub(crate) const MAX_GROUPS: u64 = 65_535;
 

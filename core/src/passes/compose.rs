@@ -32,7 +32,7 @@ pub fn compose(outer: &Layout, inner: &Layout) -> Option<Layout> {
     // N, H and W, a contiguous run) are merged first, so that an outer step
     // crossing from one into the next (a reshape merging them, as the
     // reduction split does) stays affine.
-    let (ps, strides) = merge_axes(inner);
+    let (ps, strides) = inner.merged_axes();
     let inner = &Layout {
         shape: ps,
         strides,
@@ -82,34 +82,6 @@ pub fn compose(outer: &Layout, inner: &Layout) -> Option<Layout> {
         strides,
         offset: offset as usize,
     })
-}
-
-/// `l`'s shape and strides with size-1 axes dropped and every pair of
-/// neighbouring axes merged where the outer stride is the inner one times
-/// the inner size (the merged axis walks the same addresses).
-fn merge_axes(l: &Layout) -> (Vec<usize>, Vec<isize>) {
-    let mut shape: Vec<usize> = Vec::with_capacity(l.rank());
-    let mut strides: Vec<isize> = Vec::with_capacity(l.rank());
-    for (&size, &stride) in l.shape.iter().zip(&l.strides) {
-        if size == 1 {
-            continue;
-        }
-        match (shape.last_mut(), strides.last_mut()) {
-            (Some(ps), Some(pst)) if *pst == stride * size as isize => {
-                *ps *= size;
-                *pst = stride;
-            }
-            _ => {
-                shape.push(size);
-                strides.push(stride);
-            }
-        }
-    }
-    if shape.is_empty() {
-        shape.push(1);
-        strides.push(0);
-    }
-    (shape, strides)
 }
 
 #[cfg(test)]

@@ -177,6 +177,21 @@ impl ReduceBody {
             .collect()
     }
 
+    /// True when the domain's last axis is kept and every load reads it with
+    /// stride 1 or broadcasts it: neighbouring outputs along it then read
+    /// neighbouring words at every row position (the column form of
+    /// batch norm's per-channel sums of NHWC).
+    pub fn keeps_contiguous_last_axis(&self) -> bool {
+        let Some(last) = self.shape.len().checked_sub(1) else {
+            return false;
+        };
+        !self.axes.contains(&last)
+            && self.expr.nodes.iter().all(|n| match n {
+                ExprNode::Load { access, .. } => matches!(access.strides.last(), Some(0 | 1)),
+                _ => true,
+            })
+    }
+
     /// Number of elements in one row (product of reduced axes).
     pub fn row_len(&self) -> usize {
         self.axes.iter().map(|&a| self.shape[a]).product()

@@ -18,26 +18,7 @@ pub struct Walk {
 
 impl Walk {
     pub fn new(l: &Layout) -> Walk {
-        let mut shape: Vec<usize> = Vec::new();
-        let mut strides: Vec<isize> = Vec::new();
-        for (&d, &s) in l.shape.iter().zip(&l.strides) {
-            if d == 1 {
-                continue;
-            }
-            if let (Some(ld), Some(ls)) = (shape.last_mut(), strides.last_mut()) {
-                if *ls == s * d as isize {
-                    *ld *= d;
-                    *ls = s;
-                    continue;
-                }
-            }
-            shape.push(d);
-            strides.push(s);
-        }
-        if shape.is_empty() {
-            shape.push(1);
-            strides.push(0);
-        }
+        let (shape, strides) = l.merged_axes();
         Walk {
             shape,
             strides,

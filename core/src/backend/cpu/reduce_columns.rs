@@ -21,7 +21,7 @@ use crate::backend::cpu::CpuStorage;
 use crate::dtype::Element;
 use crate::graph::op::ReduceOp;
 use crate::layout::Layout;
-use crate::schedule::kernel::{ExprId, ExprNode, ReduceBody};
+use crate::schedule::kernel::{ExprId, ReduceBody};
 
 /// Fewer lanes than this leave the per-lane loops too short to vectorise.
 const MIN_LANES: usize = 8;
@@ -33,17 +33,10 @@ const SPLIT_SPAN: usize = 1 << 16;
 /// which every load reads with stride 1 (or 0), and has no argmax (whose
 /// first-index rule wants the row order).
 pub(super) fn applies(r: &ReduceBody) -> bool {
-    let Some(last) = r.shape.len().checked_sub(1) else {
-        return false;
-    };
     !r.axes.is_empty()
-        && !r.axes.contains(&last)
-        && r.shape[last] >= MIN_LANES
+        && r.keeps_contiguous_last_axis()
+        && r.shape.last().is_some_and(|&d| d >= MIN_LANES)
         && r.stages.iter().all(|s| s.op != ReduceOp::ArgMax)
-        && r.expr.nodes.iter().all(|n| match n {
-            ExprNode::Load { access, .. } => matches!(access.strides.last(), Some(0 | 1)),
-            _ => true,
-        })
 }
 
 /// One accumulator per lane.
