@@ -55,6 +55,9 @@ pub(super) fn of_op(
         }
         Op::IndexSelect { axis } => vec![Some(index_select(*axis, &ins[0], &ins[1], g)?)],
         Op::Gather { axis } => vec![Some(gather(*axis, &ins[0], &ins[1], g)?)],
+        Op::Conv2d { pass, geometry } => {
+            crate::nn::conv_native::vjp(*pass, *geometry, ins, g, [want(0), want(1)])?
+        }
     })
 }
 

@@ -44,7 +44,7 @@ impl Cuda {
             Body::Map(m) => add(&m.expr),
             Body::Reduce(r) => add(&r.expr),
             Body::Matmul(mm) => add(&mm.epilogue),
-            Body::Concat(_) | Body::Index(_) => {}
+            Body::Concat(_) | Body::Index(_) | Body::Conv(_) => {}
         }
         let biggest = k
             .args

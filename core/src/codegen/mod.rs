@@ -266,6 +266,11 @@ fn check_kernel(k: &Kernel) -> Result<()> {
                 ));
             }
         }
+        Body::Conv(c) => {
+            need_args(2)?;
+            rank_ok(&c.a, 4, "conv operand layout")?;
+            rank_ok(&c.b, 4, "conv operand layout")?;
+        }
         Body::Matmul(mm) => {
             need_args(2)?;
             check_expr(&mm.epilogue, mm.batch.len() + 2)?;

@@ -751,6 +751,13 @@ pub(crate) fn render_with<L: Lang>(l: &L, k: &Kernel, name: String) -> Result<Re
         }
         Body::Reduce(red) => r.reduce(red, k.out_dtype, &name)?,
         Body::Matmul(mm) => r.matmul(mm, k.out_dtype, &name)?,
+        // Only backends with a native convolution are given conv nodes.
+        Body::Conv(c) => {
+            return Err(Error::Backend {
+                op: c.pass.name(),
+                message: "a native convolution has no generated kernel".into(),
+            })
+        }
     };
     let source = l.assemble(&name, k.kind(), &r.helpers, &r.funcs, &entry);
     let mut bindings: Vec<BindingInfo> = k

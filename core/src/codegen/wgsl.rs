@@ -40,7 +40,7 @@ fn dtypes(k: &Kernel) -> Vec<DType> {
             expr(&mm.epilogue);
             ds.push(mm.acc_dtype);
         }
-        Body::Concat(_) | Body::Index(_) => {}
+        Body::Concat(_) | Body::Index(_) | Body::Conv(_) => {}
     }
     ds
 }

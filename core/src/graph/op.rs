@@ -305,6 +305,37 @@ impl ViewOp {
     }
 }
 
+/// Stride, zero padding and dilation of a native convolution, per spatial
+/// axis `[h, w]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConvGeometry {
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
+    pub dilation: [usize; 2],
+}
+
+/// Which of a convolution's three products a [`Op::Conv2d`] node computes.
+/// Activations are NHWC and weights `[o, kh, kw, c]`, all contiguous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConvPass {
+    /// `y = conv(x, w)` (inputs: x, w).
+    Forward,
+    /// `dx` from `dy` (inputs: dy, w): the transposed convolution.
+    BackwardData,
+    /// `dw` from the input and `dy` (inputs: x, dy).
+    BackwardFilter,
+}
+
+impl ConvPass {
+    pub fn name(self) -> &'static str {
+        match self {
+            ConvPass::Forward => "conv2d",
+            ConvPass::BackwardData => "conv2d_backward_data",
+            ConvPass::BackwardFilter => "conv2d_backward_filter",
+        }
+    }
+}
+
 /// What a graph node computes. Inputs are the node's `inputs`, in order.
 #[derive(Debug, Clone, PartialEq, Hash)]
 pub enum Op {
@@ -347,6 +378,12 @@ pub enum Op {
     Gather {
         axis: usize,
     },
+    /// A convolution product for backends with a native convolution
+    /// (cuDNN); the others get im2col + matmul at the tensor level.
+    Conv2d {
+        pass: ConvPass,
+        geometry: ConvGeometry,
+    },
 }
 
 impl Op {
@@ -367,6 +404,7 @@ impl Op {
             Op::Concat { .. } => "concat",
             Op::IndexSelect { .. } => "index_select",
             Op::Gather { .. } => "gather",
+            Op::Conv2d { pass, .. } => pass.name(),
         }
     }
 

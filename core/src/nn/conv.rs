@@ -4,7 +4,10 @@
 //! tiled kernels elsewhere) with the bias as an epilogue, and autograd
 //! differentiates the whole thing through its views.
 
+use super::conv_native;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::graph::op::{ConvGeometry, ConvPass};
 use crate::tensor::Tensor;
 
 /// Where the channel axis sits in a 4-D activation.
@@ -83,11 +86,29 @@ impl Tensor {
     /// 2-D cross-correlation (PyTorch's `conv2d`, no groups). `weight` is
     /// `[out_channels, in_channels, kh, kw]` for either activation layout;
     /// `bias` is `[out_channels]`. The result has the input's layout.
+    ///
+    /// On a backend with a native convolution (cuDNN on CUDA) this is one
+    /// graph node per pass, forward and backward; elsewhere it is im2col +
+    /// matmul.
     pub fn conv2d(
         &self,
         weight: &Tensor,
         bias: Option<&Tensor>,
         opts: Conv2dOptions,
+    ) -> Result<Tensor> {
+        let dtype = DType::promote(self.dtype(), weight.dtype());
+        let native = conv_native::available(self.device, dtype);
+        self.conv2d_as(weight, bias, opts, native)
+    }
+
+    /// [`Tensor::conv2d`] with the native op (`native`) or im2col chosen by
+    /// the caller; tests force the native op on the CPU with it.
+    pub(crate) fn conv2d_as(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: Conv2dOptions,
+        native: bool,
     ) -> Result<Tensor> {
         let op = "conv2d";
         if self.rank() != 4 || weight.rank() != 4 {
@@ -128,6 +149,29 @@ impl Tensor {
                     got: format!("{:?} for weight {:?}", b.shape(), weight.shape()),
                 });
             }
+        }
+        if native {
+            let (h, w) = (x.shape()[1], x.shape()[2]);
+            let oh = Conv2dOptions::out_size(op, h, kh, opts.stride.0, opts.padding.0, opts.dilation.0)?;
+            let ow = Conv2dOptions::out_size(op, w, kw, opts.stride.1, opts.padding.1, opts.dilation.1)?;
+            let dtype = DType::promote(x.dtype(), weight.dtype());
+            let geometry = ConvGeometry {
+                stride: [opts.stride.0, opts.stride.1],
+                padding: [opts.padding.0, opts.padding.1],
+                dilation: [opts.dilation.0, opts.dilation.1],
+            };
+            let w = weight.permute(&[0, 2, 3, 1])?.cast(dtype)?;
+            let mut y = conv_native::pass(
+                ConvPass::Forward,
+                geometry,
+                &x.cast(dtype)?,
+                &w,
+                [n, oh, ow, o],
+            )?;
+            if let Some(b) = bias {
+                y = y.add(b)?;
+            }
+            return from_nhwc(&y, opts.layout);
         }
         let (patches, oh, ow) = patches_nhwc(op, &x, (kh, kw), opts, 0.0)?;
         // [n, oh, ow, kh, kw, c] -> [n*oh*ow, kh*kw*c]

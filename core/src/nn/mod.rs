@@ -13,6 +13,7 @@
 
 mod amp;
 mod conv;
+pub(crate) mod conv_native;
 pub mod init;
 mod layers;
 mod loss;

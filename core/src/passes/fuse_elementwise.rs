@@ -74,7 +74,7 @@ fn inline_into(g: &Graph, p: usize, pm: &MapBody, u: usize) -> Option<(Builder, 
             b.args = vec![u_args[0], u_args[1]];
             (&mm.epilogue, vec![mm.out])
         }
-        Body::Concat(_) | Body::Index(_) => return None,
+        Body::Concat(_) | Body::Index(_) | Body::Conv(_) => return None,
     };
     let new_roots =
         import_with_producer(&mut b, expr, &u_args, &roots, p, pm, &p_args, positional)?;

@@ -3,10 +3,10 @@
 
 use crate::dtype::{DType, Scalar};
 use crate::graph::dag::{GOp, Graph};
-use crate::graph::op::Op;
+use crate::graph::op::{ConvPass, Op};
 use crate::passes::builder::{operand, set_kernel, Builder};
 use crate::schedule::kernel::{
-    Body, ConcatBody, ExprNode, IndexBody, MapBody, MatmulBody, ReduceBody, Stage,
+    Body, ConcatBody, ConvBody, ExprNode, IndexBody, MapBody, MatmulBody, ReduceBody, Stage,
 };
 
 /// Turns op nodes into kernels. Views and inputs stay as they are.
@@ -185,6 +185,32 @@ fn lower_node(g: &mut Graph, i: usize, op: &Op) {
                 src: ls,
                 idx: li,
                 gather: matches!(op, Op::Gather { .. }),
+            })
+        }
+        Op::Conv2d { pass, geometry } => {
+            let (ra, la) = operand(g, n.inputs[0]);
+            let (rb, lb) = operand(g, n.inputs[1]);
+            b.args.push(ra);
+            b.args.push(rb);
+            let dims = |l: &crate::layout::Layout| -> [usize; 4] {
+                let mut d = [0; 4];
+                d.copy_from_slice(&l.shape[..4]);
+                d
+            };
+            let out = dims(&crate::layout::Layout::contiguous(&shape));
+            let (x, w, y) = match pass {
+                ConvPass::Forward => (dims(&la), dims(&lb), out),
+                ConvPass::BackwardData => (out, dims(&lb), dims(&la)),
+                ConvPass::BackwardFilter => (dims(&la), out, dims(&lb)),
+            };
+            Body::Conv(ConvBody {
+                pass: *pass,
+                geometry: *geometry,
+                x,
+                w,
+                y,
+                a: la,
+                b: lb,
             })
         }
         Op::View(_) => return,

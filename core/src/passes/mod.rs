@@ -33,6 +33,10 @@ pub struct Limits {
     /// channel), reading rows in memory order. Only for targets whose
     /// reduce template has the one-thread-per-row form (CUDA).
     pub split_column_reductions: bool,
+    /// The backend runs [`crate::graph::op::Op::Conv2d`] nodes itself
+    /// (cuDNN), so `conv2d` builds one node per pass instead of
+    /// im2col + matmul.
+    pub native_conv2d: bool,
 }
 
 impl Limits {
@@ -43,6 +47,7 @@ impl Limits {
             fuse: true,
             split_long_reductions: false,
             split_column_reductions: false,
+            native_conv2d: false,
         }
     }
 
@@ -53,6 +58,7 @@ impl Limits {
             fuse: true,
             split_long_reductions: true,
             split_column_reductions: false,
+            native_conv2d: false,
         }
     }
 

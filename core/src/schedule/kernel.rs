@@ -3,7 +3,7 @@
 //! over chunks. Every kernel writes one output buffer and reads `args`.
 
 use crate::dtype::{DType, Scalar};
-use crate::graph::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::graph::op::{BinaryOp, ConvGeometry, ConvPass, ReduceOp, UnaryOp};
 use crate::layout::Layout;
 
 /// Index of a node in an [`Expr`] arena.
@@ -243,6 +243,31 @@ pub struct IndexBody {
     pub gather: bool,
 }
 
+/// A native convolution product (see [`ConvPass`]): args 0 and 1 are the
+/// pass's two inputs, read contiguously through `a` and `b` (offsets
+/// allowed). `x` is the activation `[n, h, w, c]`, `w` the weight
+/// `[o, kh, kw, c]` and `y` the output activation `[n, oh, ow, o]`,
+/// whichever of them the pass reads or writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvBody {
+    pub pass: ConvPass,
+    pub geometry: ConvGeometry,
+    pub x: [usize; 4],
+    pub w: [usize; 4],
+    pub y: [usize; 4],
+    pub a: Layout,
+    pub b: Layout,
+}
+
+impl ConvBody {
+    /// Multiply-adds of the product, times two (the same for all passes).
+    pub fn flops(&self) -> u64 {
+        let [n, oh, ow, o] = self.y;
+        let [_, kh, kw, c] = self.w;
+        2 * (n * oh * ow * o) as u64 * (kh * kw * c) as u64
+    }
+}
+
 /// What a kernel computes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {
@@ -251,6 +276,7 @@ pub enum Body {
     Matmul(MatmulBody),
     Concat(ConcatBody),
     Index(IndexBody),
+    Conv(ConvBody),
 }
 
 /// One argument buffer of a kernel.
@@ -286,6 +312,7 @@ impl Kernel {
             Body::Concat(_) => "concat",
             Body::Index(i) if i.gather => "gather",
             Body::Index(_) => "index_select",
+            Body::Conv(c) => c.pass.name(),
         }
     }
 
@@ -310,6 +337,7 @@ impl Kernel {
                 2 * out * mm.k as u64 + mm.epilogue.flops(&[mm.out]) * out
             }
             Body::Concat(_) | Body::Index(_) => 0,
+            Body::Conv(c) => c.flops(),
         }
     }
 
@@ -343,6 +371,7 @@ impl Kernel {
             Body::Matmul(mm) => read(0, &mm.a) + read(1, &mm.b) + loads(&mm.epilogue),
             Body::Concat(c) => c.parts.iter().enumerate().map(|(i, l)| read(i, l)).sum(),
             Body::Index(ix) => out + read(1, &ix.idx),
+            Body::Conv(c) => read(0, &c.a) + read(1, &c.b),
         }
     }
 }

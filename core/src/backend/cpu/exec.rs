@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::backend::cpu::{copy, map, matmul, pool, reduce, CpuStorage};
+use crate::backend::cpu::{conv, copy, map, matmul, pool, reduce, CpuStorage};
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 use crate::schedule::kernel::{Body, Kernel};
@@ -16,6 +16,7 @@ pub fn run_kernel(k: &Kernel, args: &[&CpuStorage], out: &mut CpuStorage) -> Res
         Body::Matmul(mm) => matmul::run_matmul(mm, args, out)?,
         Body::Concat(c) => copy::run_concat(c, args, out)?,
         Body::Index(ix) => copy::run_index(ix, args, out)?,
+        Body::Conv(c) => *out = conv::run_conv(c, k.out_dtype, args),
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod compute;
+mod conv;
 pub mod copy;
 pub mod decomp;
 pub mod eval;

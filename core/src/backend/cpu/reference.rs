@@ -84,6 +84,19 @@ fn eval_op(
         }
         Op::View(v) => view(node, v, inputs, args[0])?,
         Op::Contiguous => args[0].clone(),
+        Op::Conv2d { pass, geometry } => {
+            let dims = |s: &[usize]| [s[0], s[1], s[2], s[3]];
+            let (x, w, y) = crate::nn::conv_native::operand_shapes(
+                *pass,
+                dims(inputs[0].shape()),
+                dims(inputs[1].shape()),
+                dims(&shape),
+            );
+            let a: Vec<f64> = args[0].iter().copied().collect();
+            let b: Vec<f64> = args[1].iter().copied().collect();
+            let out = crate::nn::conv_native::direct_f64(*pass, *geometry, x, w, y, &a, &b);
+            to_array(&shape, out)?
+        }
         Op::Unary(u) => {
             let d = inputs[0].dtype;
             args[0].mapv(|x| {

@@ -208,6 +208,7 @@ impl Backend for WgpuBackend {
             split_long_reductions: true,
             // WGSL keeps a workgroup per row (see `Lang::serial_short_rows`).
             split_column_reductions: false,
+            native_conv2d: false,
         }
     }
 

@@ -1,0 +1,282 @@
+//! Convolution as one graph op, for backends that convolve natively
+//! (cuDNN on CUDA): forward, backward-data and backward-filter are
+//! [`Op::Conv2d`] nodes with [`ConvPass`], whose gradients are the other
+//! two passes. The backend reads the activation's windows in place, so no
+//! padded copy and no im2col matrix is ever written; the other backends
+//! keep im2col + matmul (`conv.rs`), where the matmul is what they do best.
+//!
+//! The direct loop at the bottom is the f64 definition all three passes
+//! are checked against, and what the CPU runs when a test forces the op.
+
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::graph::op::{ConvGeometry, ConvPass, Op};
+use crate::tensor::Tensor;
+
+/// True when `device` convolves `dtype` natively (its backend sets
+/// `Limits::native_conv2d`; the CPU and WebGPU do not).
+pub(crate) fn available(device: Device, dtype: DType) -> bool {
+    if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return false;
+    }
+    match device {
+        Device::Cuda(_) | Device::Wgpu => crate::backend::get(device)
+            .map(|b| b.limits().native_conv2d)
+            .unwrap_or(false),
+        Device::Cpu | Device::Auto => false,
+    }
+}
+
+/// One pass as a lazy node: `a` and `b` are its inputs (see [`ConvPass`]),
+/// made contiguous first, and `out` the shape it produces.
+pub(crate) fn pass(
+    pass: ConvPass,
+    geometry: ConvGeometry,
+    a: &Tensor,
+    b: &Tensor,
+    out: [usize; 4],
+) -> Result<Tensor> {
+    let (a, b) = (a.contiguous()?, b.contiguous()?);
+    let device = Tensor::same_device(pass.name(), &a, &b)?;
+    Tensor::lazy(
+        Op::Conv2d { pass, geometry },
+        &[&a, &b],
+        a.dtype(),
+        &out,
+        device,
+    )
+}
+
+fn dims(t: &Tensor) -> [usize; 4] {
+    let s = t.shape();
+    [s[0], s[1], s[2], s[3]]
+}
+
+/// Gradients of a pass's two inputs given the gradient `g` of its output.
+/// Each pass is linear in each input, and the adjoint of one pass in one
+/// input is another pass: `<g, conv(x, w)> = <bwd_data(g, w), x> =
+/// <bwd_filter(x, g), w>`.
+pub(crate) fn vjp(
+    p: ConvPass,
+    geometry: ConvGeometry,
+    ins: &[Tensor],
+    g: &Tensor,
+    want: [bool; 2],
+) -> Result<Vec<Option<Tensor>>> {
+    let (a, b) = (&ins[0], &ins[1]);
+    let (da, db) = match p {
+        // y = conv(x, w)
+        ConvPass::Forward => (
+            want[0]
+                .then(|| pass(ConvPass::BackwardData, geometry, g, b, dims(a)))
+                .transpose()?,
+            want[1]
+                .then(|| pass(ConvPass::BackwardFilter, geometry, a, g, dims(b)))
+                .transpose()?,
+        ),
+        // dx = bwd_data(dy, w)
+        ConvPass::BackwardData => (
+            want[0]
+                .then(|| pass(ConvPass::Forward, geometry, g, b, dims(a)))
+                .transpose()?,
+            want[1]
+                .then(|| pass(ConvPass::BackwardFilter, geometry, g, a, dims(b)))
+                .transpose()?,
+        ),
+        // dw = bwd_filter(x, dy)
+        ConvPass::BackwardFilter => (
+            want[0]
+                .then(|| pass(ConvPass::BackwardData, geometry, b, g, dims(a)))
+                .transpose()?,
+            want[1]
+                .then(|| pass(ConvPass::Forward, geometry, a, g, dims(b)))
+                .transpose()?,
+        ),
+    };
+    Ok(vec![da, db])
+}
+
+/// The shapes `(x, w, y)` a pass works on, from its inputs and output.
+pub(crate) fn operand_shapes(
+    p: ConvPass,
+    a: [usize; 4],
+    b: [usize; 4],
+    out: [usize; 4],
+) -> ([usize; 4], [usize; 4], [usize; 4]) {
+    match p {
+        ConvPass::Forward => (a, b, out),
+        ConvPass::BackwardData => (out, b, a),
+        ConvPass::BackwardFilter => (a, out, b),
+    }
+}
+
+/// The f64 definition of a pass over contiguous NHWC / `[o, kh, kw, c]`
+/// data: `a` and `b` are its inputs, the result is its output. One loop
+/// nest visits every (output pixel, filter tap) pair; the three passes
+/// differ only in which two of (x, w, y) they read and which they write.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn direct_f64(
+    p: ConvPass,
+    geo: ConvGeometry,
+    x: [usize; 4],
+    w: [usize; 4],
+    y: [usize; 4],
+    a: &[f64],
+    b: &[f64],
+) -> Vec<f64> {
+    let [n, h, wd, c] = x;
+    let [o, kh, kw, _] = w;
+    let [_, oh, ow, _] = y;
+    let out_len = match p {
+        ConvPass::Forward => y.iter().product(),
+        ConvPass::BackwardData => x.iter().product(),
+        ConvPass::BackwardFilter => w.iter().product::<usize>(),
+    };
+    let mut out = vec![0.0; out_len];
+    let xi = |b_: usize, r: usize, s: usize, ch: usize| ((b_ * h + r) * wd + s) * c + ch;
+    let wi = |oc: usize, i: usize, j: usize, ch: usize| ((oc * kh + i) * kw + j) * c + ch;
+    let yi = |b_: usize, r: usize, s: usize, oc: usize| ((b_ * oh + r) * ow + s) * o + oc;
+    let coord = |out_pos: usize, tap: usize, axis: usize| -> Option<usize> {
+        let v = (out_pos * geo.stride[axis] + tap * geo.dilation[axis]) as isize
+            - geo.padding[axis] as isize;
+        let limit = if axis == 0 { h } else { wd };
+        (v >= 0 && (v as usize) < limit).then_some(v as usize)
+    };
+    for b_ in 0..n {
+        for r in 0..oh {
+            for s in 0..ow {
+                for i in 0..kh {
+                    let Some(ir) = coord(r, i, 0) else { continue };
+                    for j in 0..kw {
+                        let Some(is) = coord(s, j, 1) else { continue };
+                        for oc in 0..o {
+                            for ch in 0..c {
+                                let (xp, wp, yp) =
+                                    (xi(b_, ir, is, ch), wi(oc, i, j, ch), yi(b_, r, s, oc));
+                                match p {
+                                    ConvPass::Forward => out[yp] += a[xp] * b[wp],
+                                    ConvPass::BackwardData => out[xp] += a[yp] * b[wp],
+                                    ConvPass::BackwardFilter => out[wp] += a[xp] * b[yp],
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autograd;
+    use crate::nn::{Conv2dOptions, DataLayout};
+
+    const CPU: Device = Device::Cpu;
+
+    fn randn(shape: &[usize], seed: u64) -> Tensor {
+        Tensor::randn(shape.to_vec(), seed, DType::F64, &CPU).expect("randn")
+    }
+
+    fn close(what: &str, a: &Tensor, b: &Tensor) {
+        let (a, b) = (a.to_vec_f64().expect("a"), b.to_vec_f64().expect("b"));
+        assert_eq!(a.len(), b.len(), "{what}: lengths");
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!(
+                (x - y).abs() <= 1e-10 * (1.0 + y.abs()),
+                "{what}[{i}]: native {x} vs im2col {y}"
+            );
+        }
+    }
+
+    /// The native passes, forced on the CPU, give im2col's values and
+    /// gradients for strides, padding, dilation, both layouts and a bias.
+    #[test]
+    fn native_passes_match_im2col() {
+        let geometries = [
+            Conv2dOptions::default().padding(1),
+            Conv2dOptions::default().stride(2).padding(1),
+            Conv2dOptions {
+                stride: (2, 1),
+                padding: (0, 2),
+                dilation: (1, 2),
+                layout: DataLayout::Nchw,
+            },
+        ];
+        for (case, base) in geometries.into_iter().enumerate() {
+            for layout in [DataLayout::Nchw, DataLayout::Nhwc] {
+                let opts = base.layout(layout);
+                let xs = match layout {
+                    DataLayout::Nchw => [2, 3, 7, 6],
+                    DataLayout::Nhwc => [2, 7, 6, 3],
+                };
+                let seed = 10 * case as u64;
+                let x = randn(&xs, seed + 1).requires_grad();
+                let w = randn(&[4, 3, 3, 2], seed + 2).requires_grad();
+                let b = randn(&[4], seed + 3).requires_grad();
+                let run = |native: bool| {
+                    let y = x.conv2d_as(&w, Some(&b), opts, native).expect("conv2d");
+                    let r = randn(y.shape(), seed + 4);
+                    let loss = y.mul(&r).expect("mul").sum(&[], false).expect("sum");
+                    let grads = autograd::grad(&loss, &[&x, &w, &b]).expect("grad");
+                    (y, grads)
+                };
+                let (yn, gn) = run(true);
+                let (yi, gi) = run(false);
+                let what = format!("{opts:?}");
+                close(&format!("{what} y"), &yn, &yi);
+                for (k, name) in ["dx", "dw", "db"].iter().enumerate() {
+                    close(&format!("{what} {name}"), &gn[k], &gi[k]);
+                }
+            }
+        }
+    }
+
+    /// The backward passes are themselves differentiable (double
+    /// backward): each is bilinear, so a finite difference is exact up to
+    /// rounding and checks the gradient the other passes give.
+    #[test]
+    fn backward_passes_have_gradients() {
+        let geometry = ConvGeometry {
+            stride: [2, 1],
+            padding: [1, 0],
+            dilation: [1, 2],
+        };
+        let (xs, ws, ys) = ([1, 5, 6, 2], [3, 2, 2, 2], [1, 3, 4, 3]);
+        for (p, a_shape, b_shape, out) in [
+            (ConvPass::BackwardData, ys, ws, xs),
+            (ConvPass::BackwardFilter, xs, ys, ws),
+        ] {
+            let a = randn(&a_shape, 31).requires_grad();
+            let b = randn(&b_shape, 32).requires_grad();
+            let r = randn(&out, 33);
+            let loss = |a: &Tensor, b: &Tensor| {
+                pass(p, geometry, a, b, out)
+                    .and_then(|o| o.mul(&r))
+                    .and_then(|o| o.sum(&[], false))
+                    .expect("loss")
+            };
+            let grads = autograd::grad(&loss(&a, &b), &[&a, &b]).expect("grad");
+            let base = loss(&a, &b).to_vec_f64().expect("base")[0];
+            for (which, t) in [&a, &b].into_iter().enumerate() {
+                let g = grads[which].to_vec_f64().expect("grad values");
+                let values = t.to_vec_f64().expect("values");
+                for i in (0..values.len()).step_by(5) {
+                    let mut bumped = values.clone();
+                    bumped[i] += 1.0;
+                    let t2 = Tensor::from_vec(bumped, t.shape().to_vec(), &CPU).expect("bump");
+                    let l = if which == 0 { loss(&t2, &b) } else { loss(&a, &t2) };
+                    let fd = l.to_vec_f64().expect("fd")[0] - base;
+                    assert!(
+                        (fd - g[i]).abs() < 1e-9 * (1.0 + fd.abs()),
+                        "{p:?} input {which} [{i}]: grad {} vs difference {fd}",
+                        g[i]
+                    );
+                }
+            }
+        }
+    }
+}
