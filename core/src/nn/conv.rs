@@ -152,8 +152,10 @@ impl Tensor {
         }
         if native {
             let (h, w) = (x.shape()[1], x.shape()[2]);
-            let oh = Conv2dOptions::out_size(op, h, kh, opts.stride.0, opts.padding.0, opts.dilation.0)?;
-            let ow = Conv2dOptions::out_size(op, w, kw, opts.stride.1, opts.padding.1, opts.dilation.1)?;
+            let oh =
+                Conv2dOptions::out_size(op, h, kh, opts.stride.0, opts.padding.0, opts.dilation.0)?;
+            let ow =
+                Conv2dOptions::out_size(op, w, kw, opts.stride.1, opts.padding.1, opts.dilation.1)?;
             let dtype = DType::promote(x.dtype(), weight.dtype());
             let geometry = ConvGeometry {
                 stride: [opts.stride.0, opts.stride.1],

@@ -268,7 +268,11 @@ mod tests {
                     let mut bumped = values.clone();
                     bumped[i] += 1.0;
                     let t2 = Tensor::from_vec(bumped, t.shape().to_vec(), &CPU).expect("bump");
-                    let l = if which == 0 { loss(&t2, &b) } else { loss(&a, &t2) };
+                    let l = if which == 0 {
+                        loss(&t2, &b)
+                    } else {
+                        loss(&a, &t2)
+                    };
                     let fd = l.to_vec_f64().expect("fd")[0] - base;
                     assert!(
                         (fd - g[i]).abs() < 1e-9 * (1.0 + fd.abs()),

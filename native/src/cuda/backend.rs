@@ -15,6 +15,7 @@ use fusegraph_core::{DType, Device, Error, Limits, Result};
 
 use super::alloc::{CudaBuffer, Pool};
 use super::blas::{Blas, WORKSPACE_BYTES};
+use super::dnn::Dnn;
 use super::kernels::KernelCache;
 use super::solver::{self, SolverSlot};
 use super::{error, exec, loader, nvrtc};
@@ -29,6 +30,8 @@ pub struct CudaBackend {
     pub(crate) kernels: KernelCache,
     /// `None` when cuBLASLt is not installed: matmuls use generated kernels.
     pub(crate) blas: Option<Blas>,
+    /// `None` when cuDNN is not installed: convolutions are im2col + matmul.
+    pub(crate) dnn: Option<Dnn>,
     /// Serialises launches and the caches' descriptors across threads.
     pub(crate) lock: Mutex<()>,
     pub(crate) capturing: AtomicBool,
@@ -99,8 +102,16 @@ impl CudaBackend {
             None
         };
         let cusolver = loader::cusolver_present();
+        let dnn = if loader::cudnn_present() {
+            Some(Dnn::new(stream.cu_stream())?)
+        } else {
+            None
+        };
+        let dnn_version = dnn
+            .as_ref()
+            .map_or_else(|| "not found".to_string(), |d| format!("{}", d.version));
         let describe = format!(
-            "{name} (sm_{arch}, {sms} SMs, {:.0} GiB, CUDA driver {}.{}, NVRTC {rm}.{rn}, cuBLASLt {}, cuSOLVER {})",
+            "{name} (sm_{arch}, {sms} SMs, {:.0} GiB, CUDA driver {}.{}, NVRTC {rm}.{rn}, cuBLASLt {}, cuSOLVER {}, cuDNN {dnn_version})",
             mem as f64 / (1u64 << 30) as f64,
             driver / 1000,
             (driver % 1000) / 10,
@@ -115,6 +126,7 @@ impl CudaBackend {
             pool,
             kernels: KernelCache::new(arch, dev),
             blas,
+            dnn,
             lock: Mutex::new(()),
             capturing: AtomicBool::new(false),
             capture_owner: Mutex::new(None),
@@ -314,6 +326,7 @@ impl Backend for CudaBackend {
         Limits {
             split_long_reductions: true,
             split_column_reductions: true,
+            native_conv2d: self.dnn.is_some(),
             ..Limits::cpu()
         }
     }

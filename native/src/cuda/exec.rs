@@ -22,6 +22,16 @@ fn run_kernel(be: &CudaBackend, k: &Arc<Kernel>, ptrs: &mut Vec<u64>) -> Result<
     if k.out_numel() == 0 {
         return Ok(());
     }
+    if let Body::Conv(c) = &k.body {
+        let dnn = be.dnn.as_ref().ok_or_else(|| Error::Backend {
+            op: c.pass.name(),
+            message: format!(
+                "{}: convolution nodes need cuDNN, which is not loaded",
+                be.name
+            ),
+        })?;
+        return dnn.run(k, c, ptrs, |bytes| be.alloc(bytes));
+    }
     if let (Body::Matmul(_), Some(blas)) = (&k.body, &be.blas) {
         if let Some(g) = blas.gemm(k, ptrs)? {
             let out = *ptrs.last().unwrap_or(&0);

@@ -107,6 +107,52 @@ pub(crate) fn cublaslt_present() -> bool {
     })
 }
 
+/// Folders that may hold cuDNN besides the toolkit's: `$CUDNN_PATH`
+/// (`$CUDNN_HOME`) and its `lib`/`lib64`, as cuDNN's own packages set it.
+fn cudnn_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = ["CUDNN_PATH", "CUDNN_HOME"]
+        .iter()
+        .filter_map(|v| std::env::var_os(v).map(PathBuf::from))
+        .flat_map(|r| [r.join("lib"), r.join("lib64"), r])
+        .filter(|d| d.is_dir())
+        .collect();
+    dirs.extend(lib_dirs());
+    dirs
+}
+
+/// Whether cuDNN convolutions are asked for (`FUSEGRAPH_CUDNN=1`) and
+/// cuDNN can be opened. They are opt-in until the cuDNN path has been
+/// checked and timed on a GPU; without them convolutions run as
+/// im2col + matmul. cuDNN 9 opens its sub-libraries by name when first
+/// used, so when it is found in a folder the loader does not search, those
+/// are loaded from that folder first (their dependencies before them).
+pub(crate) fn cudnn_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    *PRESENT.get_or_init(|| {
+        if !std::env::var("FUSEGRAPH_CUDNN").is_ok_and(|v| v == "1") {
+            return false;
+        }
+        // SAFETY: only tries to open the library.
+        let found = || unsafe { cudarc::cudnn::sys::is_culib_present() };
+        if found() {
+            return true;
+        }
+        let dirs = cudnn_dirs();
+        for stem in [
+            "libcudnn_graph.so",
+            "libcudnn_engines_precompiled.so",
+            "libcudnn_engines_runtime_compiled.so",
+            "libcudnn_heuristic.so",
+            "libcudnn_ops.so",
+            "libcudnn_cnn.so",
+            "libcudnn_adv.so",
+        ] {
+            preload(stem, &dirs);
+        }
+        preload("libcudnn.so", &dirs) && found()
+    })
+}
+
 /// Whether cuSOLVER can be opened (preloading it from a toolkit folder if needed).
 pub(crate) fn cusolver_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();

@@ -41,6 +41,7 @@ mod alloc;
 mod backend;
 mod blas;
 mod copy_stream;
+mod dnn;
 mod error;
 mod exec;
 pub mod gemm_plan;

@@ -255,6 +255,36 @@ fn conv2d_and_pooling_window_gradients() -> Result<()> {
 }
 
 #[test]
+fn conv2d_of_resnet_shapes_in_every_float_dtype() -> Result<()> {
+    use fusegraph_core::nn::{Conv2dOptions, DataLayout};
+    // A CIFAR ResNet's convolutions (3x3 stride 1 and 2, the 1x1 stride-2
+    // shortcut) forward and backward in f32, f16 and bf16: on CUDA these
+    // are cuDNN's three passes, elsewhere im2col + matmul. The window
+    // geometry's finite differences are checked above.
+    let Some(d) = device() else { return Ok(()) };
+    let x = Input::uniform(&[2, 6, 6, 16], 630, -1.0, 1.0);
+    for (k, stride, pad, seed) in [(3, 1, 1, 631), (3, 2, 1, 632), (1, 2, 0, 633)] {
+        let w = Input::uniform(&[24, 16, k, k], seed, -0.5, 0.5);
+        let opts = Conv2dOptions::default()
+            .stride(stride)
+            .padding(pad)
+            .layout(DataLayout::Nhwc);
+        for dtype in supported(&d, &[DType::F32, DType::F16, DType::BF16]) {
+            check_backend(
+                &format!("conv2d {k}x{k} stride {stride}"),
+                &[x.clone(), w.clone()],
+                dtype,
+                &d,
+                // dx sums o·k·k = 216 terms, the deepest of the three passes.
+                Tol::of(dtype).ops(3).reduce(24 * k * k),
+                &move |t| t[0].conv2d(&t[1], None, opts),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
 fn matmul_plain_batched_transposed_and_vectors() -> Result<()> {
     let a = Input::uniform(&[5, 7], 700, -1.0, 1.0);
     let b = Input::uniform(&[7, 3], 701, -1.0, 1.0).transposed();
