@@ -650,6 +650,19 @@ fn batch_norm_and_dropout() -> Result<()> {
         bn.forward(&t[0], true)
     };
     check_fd("batch_norm", std::slice::from_ref(&x), &f)?;
+    // A bf16 input (as autocast gives it) is normalised in f32 and comes
+    // back in bf16, as PyTorch's batch norm does: the f32 result rounded.
+    for dtype in [DType::BF16, DType::F16] {
+        let bn = BatchNorm2d::new(3, DataLayout::Nchw, &CPU)?;
+        let half = xt.cast(dtype)?;
+        let y = bn.forward(&half, true)?;
+        assert_eq!(y.dtype(), dtype, "batch norm output dtype");
+        let want = BatchNorm2d::new(3, DataLayout::Nchw, &CPU)?
+            .forward(&half.cast(DType::F32)?, true)?
+            .cast(dtype)?
+            .to_vec_f64()?;
+        compare("half batch norm", &y.to_vec_f64()?, &want, Tol::of(dtype)).unwrap();
+    }
     // Dropout: zero or scaled, about p dropped, a new mask each call.
     let d = Dropout::new(0.25, 7)?;
     let ones = Tensor::ones([4000], DType::F32, &CPU)?;

@@ -14,11 +14,22 @@ use crate::error::Result;
 use crate::graph::op::{ConvGeometry, ConvPass, Op};
 use crate::tensor::Tensor;
 
+/// `FUSEGRAPH_NATIVE_CONV=1` builds conv nodes on every device, for
+/// kernel plans (`train_bench --plan`) and tests: the CPU then runs them
+/// with its exact but slow loop.
+fn forced() -> bool {
+    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| std::env::var("FUSEGRAPH_NATIVE_CONV").is_ok_and(|v| v == "1"))
+}
+
 /// True when `device` convolves `dtype` natively (its backend sets
 /// `Limits::native_conv2d`; the CPU and WebGPU do not).
 pub(crate) fn available(device: Device, dtype: DType) -> bool {
     if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
         return false;
+    }
+    if forced() {
+        return true;
     }
     match device {
         Device::Cuda(_) | Device::Wgpu => crate::backend::get(device)

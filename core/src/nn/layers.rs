@@ -204,9 +204,22 @@ impl BatchNorm2d {
     /// In training the new running statistics are recorded lazily; realize
     /// [`BatchNorm2d::running_stats`] with the step (the optimisers' `step`
     /// takes extra tensors to realize in the same graph).
+    ///
+    /// Statistics and normalisation compute in f32 (or f64); a half
+    /// precision input (as under [`super::autocast`]) gets its output in
+    /// its own dtype, as PyTorch's batch norm does, so the activations
+    /// between layers stay half the size.
     pub fn forward(&self, x: &Tensor, train: bool) -> Result<Tensor> {
         expect_rank("batch_norm", x, 4)?;
-        let x = x.cast(DType::promote(x.dtype(), DType::F32))?;
+        let in_dtype = x.dtype();
+        let y = self.normalise(&x.cast(DType::promote(in_dtype, DType::F32))?, train)?;
+        if matches!(in_dtype, DType::F16 | DType::BF16) {
+            return y.cast(in_dtype);
+        }
+        Ok(y)
+    }
+
+    fn normalise(&self, x: &Tensor, train: bool) -> Result<Tensor> {
         let (axes, channel_shape): (Vec<isize>, Vec<usize>) = match self.layout {
             DataLayout::Nchw => (vec![0, 2, 3], vec![1, x.shape()[1], 1, 1]),
             DataLayout::Nhwc => (vec![0, 1, 2], vec![x.shape()[3]]),

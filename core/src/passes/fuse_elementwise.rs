@@ -2,7 +2,8 @@
 //! it (maps, reductions, matmul epilogues), reading its inputs through the
 //! composed access. A producer with several readers is inlined only when
 //! every reader can take it, so its buffer disappears instead of being
-//! written and recomputed.
+//! written and recomputed, and only when recomputing it in each reader
+//! moves no more bytes than storing it once (see [`cheaper_inlined`]).
 
 use crate::graph::dag::{GOp, Graph};
 use crate::passes::builder::{is_identity, set_kernel, uses_position, Builder, LoadRewrite};
@@ -35,6 +36,9 @@ pub fn fuse_elementwise(g: &mut Graph, limits: &Limits) -> bool {
         {
             continue;
         }
+        let Some(plans) = cheaper_inlined(g, &pk, plans) else {
+            continue;
+        };
         for (u, b, body) in plans {
             let (dt, shape) = {
                 let k = g.nodes[u]
@@ -52,6 +56,40 @@ pub fn fuse_elementwise(g: &mut Graph, limits: &Limits) -> bool {
         changed = true;
     }
     changed
+}
+
+/// `plans` when inlining the producer `pk` into all its users moves no
+/// more bytes than storing it once and letting each user read it, else
+/// `None`. A producer read by one kernel is always inlined (it saves a
+/// write and a read); one read by several is recomputed in each, which
+/// re-reads its inputs there: a forward activation such as
+/// `relu(bn(conv) + residual)` that the next convolution, the batch-norm
+/// gradients and the residual branch all read is cheaper stored than
+/// rebuilt from two or three tensors in every one of them.
+fn cheaper_inlined(
+    g: &Graph,
+    pk: &Kernel,
+    plans: Vec<(usize, Builder, Body)>,
+) -> Option<Vec<(usize, Builder, Body)>> {
+    if plans.len() < 2 {
+        return Some(plans);
+    }
+    let mut kept = pk.bytes();
+    let mut fused = 0u64;
+    let mut out = Vec::with_capacity(plans.len());
+    for (u, b, body) in plans {
+        let uk = g.nodes[u].kernel()?;
+        kept += uk.bytes();
+        let candidate = Kernel {
+            body,
+            args: b.arg_infos(g),
+            out_dtype: uk.out_dtype,
+            out_shape: uk.out_shape.clone(),
+        };
+        fused += candidate.bytes();
+        out.push((u, b, candidate.body));
+    }
+    (fused <= kept).then_some(out)
 }
 
 /// The body of user `u` with producer map `p` inlined, or `None`.

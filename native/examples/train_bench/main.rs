@@ -21,7 +21,13 @@
 //! cargo run --release -p fusegraph --example train_bench -- --reps 3 --resnet-batch 4 --resnet-reps 1
 //! cargo run --release -p fusegraph --features cuda --example train_bench -- --cuda
 //! cargo run --release -p fusegraph --example train_bench -- --plan   # CUDA kernels of the ResNet-18 step, no GPU
+//! FUSEGRAPH_NATIVE_CONV=1 cargo run --release -p fusegraph --example train_bench -- --plan --plan-args
 //! ```
+//!
+//! `--plan` lists the kernels with im2col convolutions; with
+//! `FUSEGRAPH_NATIVE_CONV=1` it lists them with one conv node per pass, as
+//! cuDNN runs them (`FUSEGRAPH_CUDNN=1` on a GPU). `--plan-args` adds the
+//! buffers each large kernel reads.
 
 mod models;
 mod plan;
@@ -218,7 +224,7 @@ fn run() -> Result<()> {
     let resnet_batch = num("--resnet-batch", 256);
     let out = value("--out").unwrap_or_else(|| "bench/results/train_fusegraph.json".into());
     if flag("--plan") {
-        return plan::print_plan(resnet_batch);
+        return plan::print_plan(resnet_batch, flag("--plan-args"));
     }
     let dev = if flag("--cuda") {
         open_cuda()?

@@ -21,7 +21,7 @@ fn cuda_limits() -> Limits {
     }
 }
 
-pub fn print_plan(batch: usize) -> Result<()> {
+pub fn print_plan(batch: usize, with_args: bool) -> Result<()> {
     let dev = Device::Cpu;
     let net = ResNet18::new(&dev)?;
     let x = Tensor::randn([batch, 32, 32, 3], 7, DType::F32, &dev)?;
@@ -40,6 +40,27 @@ pub fn print_plan(batch: usize) -> Result<()> {
     outs.push(loss);
     let compiled = compiled_for(&outs, &cuda_limits())?;
     let steps = &compiled.schedule.steps;
+    if with_args {
+        // Which buffers each large kernel reads: shared inputs of sibling
+        // kernels and recomputed producers show up here.
+        for (i, s) in steps.iter().enumerate() {
+            if s.kernel.bytes() > 60_000_000 {
+                let args: Vec<String> = s
+                    .args
+                    .iter()
+                    .zip(&s.kernel.args)
+                    .map(|(a, info)| format!("{a:?}:{}", info.len))
+                    .collect();
+                println!(
+                    "step {i} {} {:.1} MB -> slot {}: {}",
+                    s.kernel.kind(),
+                    s.kernel.bytes() as f64 / 1e6,
+                    s.out,
+                    args.join(" ")
+                );
+            }
+        }
+    }
     let mut rows: Vec<(u64, u64, &'static str, String)> = steps
         .iter()
         .map(|s| {
