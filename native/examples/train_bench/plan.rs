@@ -94,7 +94,7 @@ pub fn print_plan(batch: usize, with_args: bool) -> Result<()> {
     }
     rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     println!("largest:");
-    for (bytes, flops, kind, what) in rows.iter().take(40) {
+    for (bytes, flops, kind, what) in rows.iter().take(if with_args { 1000 } else { 40 }) {
         println!(
             "  {kind:<8} {:>8.1} MB {:>8.2} GFLOP {what}",
             *bytes as f64 / 1e6,
