@@ -745,3 +745,47 @@ fn readme_training_snippet_runs() -> Result<()> {
     assert_eq!(gw.to_vec::<f32>()?, vec![2.0, -4.0, 6.0]);
     Ok(())
 }
+
+#[test]
+fn batch_norm_backward_sums_dy_and_dy_times_centered_once_each() -> Result<()> {
+    // The chain rule through batch norm's primitives asks for Σ g, Σ g·x̂,
+    // Σ g·γ·(x - μ) and Σ g·γ·r (plus Σ (x - μ) through the variance);
+    // with per-channel factors taken out of the sums and the variance's
+    // mean detached, the graph keeps two backward sums, as a hand-written
+    // batch norm backward does. Forward: the mean and the variance.
+    let x = Input::uniform(&[4, 5, 5, 6], 120, -2.0, 3.0);
+    let xt = leaf(&x.values, &x.shape, DType::F32, &CPU)?.requires_grad();
+    let bn = BatchNorm2d::new(6, DataLayout::Nhwc, &CPU)?;
+    let (w, b) = (bn.weight.get(), bn.bias.get());
+    let y = bn.forward(&xt, true)?;
+    let r = leaf(
+        &Input::uniform(&x.shape, 121, -1.0, 1.0).values,
+        &x.shape,
+        DType::F32,
+        &CPU,
+    )?;
+    let loss = y.mul(&r)?.sum(&[], false)?;
+    let grads = autograd::grad(&loss, &[&xt, &w, &b])?;
+    let compiled =
+        fusegraph_core::runtime::compiled_for(&grads, &fusegraph_core::runtime::limits_for(CPU)?)?;
+    let sums = compiled
+        .schedule
+        .steps
+        .iter()
+        .filter(|s| matches!(s.kernel.kind(), "reduce" | "rowwise"))
+        .count();
+    assert_eq!(sums, 4, "reductions in batch norm's forward and backward");
+    // The gradients themselves are checked against finite differences in
+    // `batch_norm_and_dropout`; here against the f64 reference of this graph.
+    for (k, g) in grads.iter().enumerate() {
+        let want: Vec<f64> = reference::evaluate(g)?.iter().copied().collect();
+        compare(
+            &format!("grad {k}"),
+            &g.to_vec_f64()?,
+            &want,
+            Tol::of(DType::F32).ops(12).reduce(100),
+        )
+        .unwrap();
+    }
+    Ok(())
+}

@@ -35,6 +35,7 @@
 //!   on gets a zero gradient.
 
 mod conv_grad;
+mod sum_factors;
 mod views;
 mod vjp;
 

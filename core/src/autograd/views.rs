@@ -2,7 +2,7 @@
 //! elements of its input (inverse permute, zero padding, sums over
 //! broadcast axes, and a gather by storage position for `as_strided`).
 
-use crate::autograd::conv_grad;
+use crate::autograd::{conv_grad, sum_factors};
 use crate::error::{Error, Result};
 use crate::graph::op::ViewOp;
 use crate::tensor::Tensor;
@@ -10,6 +10,9 @@ use crate::tensor::Tensor;
 pub(super) fn vjp(op: &ViewOp, y: &Tensor, x: &Tensor, g: &Tensor) -> Result<Tensor> {
     match op {
         ViewOp::Reshape(_) => g.reshape(x.shape().to_vec()),
+        // `of_op` gives a detached view's input no gradient; as a map of
+        // `g` onto the input this is the identity.
+        ViewOp::Detach => Ok(g.clone()),
         ViewOp::Permute(axes) => {
             let mut inverse = vec![0; axes.len()];
             for (i, &a) in axes.iter().enumerate() {
@@ -40,7 +43,10 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let summed = if axes.is_empty() {
         g.clone()
     } else {
-        g.sum(&axes, true)?
+        match sum_factors::factored_sum(g, &axes)? {
+            Some(s) => s,
+            None => g.sum(&axes, true)?,
+        }
     };
     summed.reshape(shape.to_vec())
 }

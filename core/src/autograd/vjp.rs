@@ -3,7 +3,7 @@
 
 use super::views;
 use crate::error::{Error, Result};
-use crate::graph::op::{BinaryOp, Op, ReduceOp, UnaryOp};
+use crate::graph::op::{BinaryOp, Op, ReduceOp, UnaryOp, ViewOp};
 use crate::tensor::Tensor;
 
 /// Gradients for the inputs of `node` (computed by `op` from `ins`) given
@@ -19,6 +19,7 @@ pub(super) fn of_op(
     let want = |i: usize| wanted.get(i).copied().unwrap_or(false);
     Ok(match op {
         Op::Full(_) | Op::Arange { .. } | Op::Rand { .. } => vec![],
+        Op::View(ViewOp::Detach) => vec![None],
         Op::View(v) => vec![Some(views::vjp(v, node, &ins[0], g)?)],
         Op::Contiguous | Op::Cast(_) => vec![Some(g.clone())],
         Op::Unary(u) => vec![unary(*u, &ins[0], node, g)?],

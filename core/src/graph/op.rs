@@ -289,6 +289,9 @@ pub enum ViewOp {
     /// A chain of views composed into one layout over the root (made by the
     /// view-elimination pass).
     Composed(Layout),
+    /// The same elements, with no gradient flowing back through it
+    /// (`Tensor::detach`).
+    Detach,
 }
 
 impl ViewOp {
@@ -296,6 +299,7 @@ impl ViewOp {
     pub fn name(&self) -> &'static str {
         match self {
             ViewOp::Reshape(_) => "reshape",
+            ViewOp::Detach => "detach",
             ViewOp::Permute(_) => "permute",
             ViewOp::Narrow { .. } => "narrow",
             ViewOp::Expand(_) => "expand",

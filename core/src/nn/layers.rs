@@ -227,7 +227,10 @@ impl BatchNorm2d {
         let per_channel = |t: &Tensor| t.reshape(channel_shape.clone());
         let (mean, var) = if train {
             let mean = x.mean(&axes, true)?;
-            let centered = x.sub(&mean)?;
+            // The variance's own dependence on the mean has a zero
+            // gradient (Σ (x - μ) = 0), so it is left out of the graph:
+            // the backward then needs no sum of x - μ.
+            let centered = x.sub(&mean.detach()?)?;
             let var = centered.mul(&centered)?.mean(&axes, true)?;
             let n: usize = axes.iter().map(|&a| x.shape()[a as usize]).product();
             let unbiased = var.mul_scalar(n as f64 / (n.max(2) - 1) as f64)?;

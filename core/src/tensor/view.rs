@@ -134,6 +134,13 @@ impl Tensor {
         self.view_node(ViewOp::AsStrided(l.clone()), l)
     }
 
+    /// The same values as a view that gradients do not flow back through
+    /// (PyTorch's `detach`): [`crate::autograd::grad`] treats it as a
+    /// constant. No copy is made.
+    pub fn detach(&self) -> Result<Tensor> {
+        self.view_node(ViewOp::Detach, self.layout().clone())
+    }
+
     /// This tensor with dense row-major storage: itself when it already is
     /// contiguous, otherwise a copy.
     pub fn contiguous(&self) -> Result<Tensor> {

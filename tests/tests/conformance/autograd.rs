@@ -363,6 +363,21 @@ fn cast_passes_the_gradient_back_in_the_input_dtype() -> Result<()> {
 }
 
 #[test]
+fn detached_views_pass_no_gradient_back() -> Result<()> {
+    // d/dx Σ x·detach(x) = detach(x) = x (not 2x); the detached operand's
+    // values are unchanged, and a detached branch alone gives a zero.
+    let d = dev!();
+    let x = leaf(&[0.5, -1.0, 2.0, 3.0], &[4], DType::F32, &d)?.requires_grad();
+    let y = x.mul(&x.detach()?)?.sum(&[], false)?;
+    let g = autograd::grad(&y, &[&x])?;
+    assert_eq!(g[0].to_vec_f64()?, vec![0.5, -1.0, 2.0, 3.0]);
+    assert_eq!(y.to_vec_f64()?, vec![0.25 + 1.0 + 4.0 + 9.0]);
+    let only = x.detach()?.exp()?.sum(&[], false)?.add(&x.sum(&[], false)?.mul_scalar(0.0)?)?;
+    assert_eq!(autograd::grad(&only, &[&x])?[0].to_vec_f64()?, vec![0.0; 4]);
+    Ok(())
+}
+
+#[test]
 fn gradients_accumulate_over_every_use() -> Result<()> {
     let x = Input::uniform(&[6], 1000, -1.0, 1.0);
     both("x*x + sin(x) + x", &[x], &F64_F32, 6, 1, &|t| {

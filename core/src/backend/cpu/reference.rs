@@ -188,6 +188,7 @@ fn view(node: &Node, v: &ViewOp, inputs: &[Arc<Node>], x: &ArrayD<f64>) -> Resul
             to_array(shape, flat)?
         }
         ViewOp::Permute(axes) => x.clone().permuted_axes(IxDyn(axes)),
+        ViewOp::Detach => x.clone(),
         ViewOp::Narrow { axis, start, len } => x
             .slice_axis(Axis(*axis), Slice::from(*start..start + len))
             .to_owned(),
