@@ -207,70 +207,47 @@ impl Dnn {
                     && memory <= MAX_WORKSPACE
                     && !(exact && m != ds::cudnnMathType_t::CUDNN_FMA_MATH)
             };
-            let mut count = 0;
-            const N: usize = 16;
+            // The heuristic's ranking (no trial runs, so nothing runs on the
+            // device while a graph is being recorded): the first usable one.
+            // One arm per pass; they differ in the query and the perf type.
+            macro_rules! choose {
+                ($perf:ty, $variant:path, |$n:ident, $count:ident, $out:ident| $query:expr) => {{
+                    const N: usize = 16;
+                    let mut perf = [std::mem::zeroed::<$perf>(); N];
+                    let mut count = 0;
+                    let ($n, $count, $out) = (N as i32, &mut count, perf.as_mut_ptr());
+                    $query.map_err(err)?;
+                    let best = perf[..count.max(0) as usize]
+                        .iter()
+                        .find(|p| usable(p.status, p.memory, p.mathType))
+                        .ok_or_else(|| none(op, &what))?;
+                    plan.workspace = best.memory;
+                    $variant(best.algo)
+                }};
+            }
+            let (h, x, y, w, conv) = (self.handle, plan.x, plan.y, plan.w, plan.conv);
             plan.algo = match c.pass {
-                ConvPass::Forward => {
-                    let mut perf = [std::mem::zeroed::<ds::cudnnConvolutionFwdAlgoPerf_t>(); N];
-                    dr::get_convolution_forward_algorithm(
-                        self.handle,
-                        plan.x,
-                        plan.w,
-                        plan.conv,
-                        plan.y,
-                        N as i32,
-                        &mut count,
-                        perf.as_mut_ptr(),
+                ConvPass::Forward => choose!(
+                    ds::cudnnConvolutionFwdAlgoPerf_t,
+                    Algo::Forward,
+                    |n, count, out| dr::get_convolution_forward_algorithm(
+                        h, x, w, conv, y, n, count, out
                     )
-                    .map_err(err)?;
-                    let best = perf[..count.max(0) as usize]
-                        .iter()
-                        .find(|p| usable(p.status, p.memory, p.mathType))
-                        .ok_or_else(|| none(op, &what))?;
-                    plan.workspace = best.memory;
-                    Algo::Forward(best.algo)
-                }
-                ConvPass::BackwardData => {
-                    let mut perf = [std::mem::zeroed::<ds::cudnnConvolutionBwdDataAlgoPerf_t>(); N];
-                    dr::get_convolution_backward_data_algorithm(
-                        self.handle,
-                        plan.w,
-                        plan.y,
-                        plan.conv,
-                        plan.x,
-                        N as i32,
-                        &mut count,
-                        perf.as_mut_ptr(),
+                ),
+                ConvPass::BackwardData => choose!(
+                    ds::cudnnConvolutionBwdDataAlgoPerf_t,
+                    Algo::Data,
+                    |n, count, out| dr::get_convolution_backward_data_algorithm(
+                        h, w, y, conv, x, n, count, out
                     )
-                    .map_err(err)?;
-                    let best = perf[..count.max(0) as usize]
-                        .iter()
-                        .find(|p| usable(p.status, p.memory, p.mathType))
-                        .ok_or_else(|| none(op, &what))?;
-                    plan.workspace = best.memory;
-                    Algo::Data(best.algo)
-                }
-                ConvPass::BackwardFilter => {
-                    let mut perf =
-                        [std::mem::zeroed::<ds::cudnnConvolutionBwdFilterAlgoPerf_t>(); N];
-                    dr::get_convolution_backward_filter_algorithm(
-                        self.handle,
-                        plan.x,
-                        plan.y,
-                        plan.conv,
-                        plan.w,
-                        N as i32,
-                        &mut count,
-                        perf.as_mut_ptr(),
+                ),
+                ConvPass::BackwardFilter => choose!(
+                    ds::cudnnConvolutionBwdFilterAlgoPerf_t,
+                    Algo::Filter,
+                    |n, count, out| dr::get_convolution_backward_filter_algorithm(
+                        h, x, y, conv, w, n, count, out
                     )
-                    .map_err(err)?;
-                    let best = perf[..count.max(0) as usize]
-                        .iter()
-                        .find(|p| usable(p.status, p.memory, p.mathType))
-                        .ok_or_else(|| none(op, &what))?;
-                    plan.workspace = best.memory;
-                    Algo::Filter(best.algo)
-                }
+                ),
             };
             Ok(plan)
         }
