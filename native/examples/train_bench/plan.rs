@@ -5,6 +5,7 @@
 //! and writes, the largest first, so fusion changes can be judged by the
 //! memory traffic they save before a GPU run.
 
+use fusegraph::codegen::{render, RenderOptions};
 use fusegraph::passes::Limits;
 use fusegraph::runtime::compiled_for;
 use fusegraph::schedule::kernel::{Body, ExprNode, Kernel};
@@ -40,6 +41,27 @@ pub fn print_plan(batch: usize, with_args: bool) -> Result<()> {
     outs.push(loss);
     let compiled = compiled_for(&outs, &cuda_limits())?;
     let steps = &compiled.schedule.steps;
+    // Every generated kernel of the plan must render as CUDA C (the
+    // renderer runs here; only NVRTC and the launch need the GPU).
+    let opts = RenderOptions::cuda();
+    let generated: Vec<&Kernel> = steps
+        .iter()
+        .map(|s| &*s.kernel)
+        .filter(|k| !matches!(k.body, Body::Conv(_)))
+        .collect();
+    let failures: Vec<String> = generated
+        .iter()
+        .filter_map(|k| render(k, &opts).err().map(|e| format!("{}: {e}", k.kind())))
+        .collect();
+    println!(
+        "rendered {} kernels as CUDA C, {} failed{}",
+        generated.len(),
+        failures.len(),
+        failures
+            .first()
+            .map(|f| format!(" (first: {f})"))
+            .unwrap_or_default()
+    );
     if with_args {
         // Which buffers each large kernel reads: shared inputs of sibling
         // kernels and recomputed producers show up here.
