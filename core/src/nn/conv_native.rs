@@ -248,6 +248,56 @@ mod tests {
         }
     }
 
+    /// A small network (conv, batch norm, ReLU, strided conv, residual
+    /// add) trains to the same gradients with native conv nodes as with
+    /// im2col: the conv kernels sit among fused maps and reductions in one
+    /// schedule, forward and backward, under CUDA's fusion limits.
+    #[test]
+    fn native_convs_schedule_among_fused_kernels() {
+        use crate::nn::BatchNorm2d;
+        let nhwc = DataLayout::Nhwc;
+        let x = randn(&[2, 6, 6, 4], 51);
+        let w1 = randn(&[4, 4, 3, 3], 52).requires_grad();
+        let w2 = randn(&[4, 4, 3, 3], 53).requires_grad();
+        let run = |native: bool| {
+            let bn = BatchNorm2d::new(4, nhwc, &CPU).expect("bn");
+            let opts = Conv2dOptions::default().padding(1).layout(nhwc);
+            let h = x.conv2d_as(&w1, None, opts, native).expect("conv1");
+            let h = bn.forward(&h, true).expect("bn").relu().expect("relu");
+            let h2 = h
+                .conv2d_as(&w2, None, opts.stride(2), native)
+                .expect("conv2");
+            let y = h2
+                .add(&h.narrow(1, 0, 3).expect("n").narrow(2, 0, 3).expect("n"))
+                .expect("add");
+            let loss = y.mul(&y).expect("sq").sum(&[], false).expect("sum");
+            let mut outs = autograd::grad(&loss, &[&w1, &w2]).expect("grad");
+            outs.push(loss);
+            let limits = crate::passes::Limits {
+                split_long_reductions: true,
+                split_column_reductions: true,
+                ..crate::passes::Limits::cpu()
+            };
+            let compiled = crate::runtime::compiled_for(&outs, &limits).expect("compile");
+            let convs = compiled
+                .schedule
+                .steps
+                .iter()
+                .filter(|s| matches!(s.kernel.body, crate::schedule::Body::Conv(_)))
+                .count();
+            Tensor::realize_all(&outs).expect("realize");
+            (outs, convs)
+        };
+        let (native, convs) = run(true);
+        let (im2col, none) = run(false);
+        // Two forward passes; backward-data for the second conv only (the
+        // first's input is data), backward-filter for both.
+        assert_eq!((convs, none), (5, 0), "conv kernels in the schedule");
+        for (k, name) in ["dw1", "dw2", "loss"].iter().enumerate() {
+            close(name, &native[k], &im2col[k]);
+        }
+    }
+
     /// The backward passes are themselves differentiable (double
     /// backward): each is bilinear, so a finite difference is exact up to
     /// rounding and checks the gradient the other passes give.
