@@ -3,7 +3,7 @@
 
 use crate::dtype::{DType, Scalar};
 use crate::graph::dag::{GOp, Graph};
-use crate::graph::op::{ConvPass, Op};
+use crate::graph::op::Op;
 use crate::passes::builder::{operand, set_kernel, Builder};
 use crate::schedule::kernel::{
     Body, ConcatBody, ConvBody, ExprNode, IndexBody, MapBody, MatmulBody, ReduceBody, Stage,
@@ -192,17 +192,13 @@ fn lower_node(g: &mut Graph, i: usize, op: &Op) {
             let (rb, lb) = operand(g, n.inputs[1]);
             b.args.push(ra);
             b.args.push(rb);
-            let dims = |l: &crate::layout::Layout| -> [usize; 4] {
-                let mut d = [0; 4];
-                d.copy_from_slice(&l.shape[..4]);
-                d
-            };
-            let out = dims(&crate::layout::Layout::contiguous(&shape));
-            let (x, w, y) = match pass {
-                ConvPass::Forward => (dims(&la), dims(&lb), out),
-                ConvPass::BackwardData => (out, dims(&lb), dims(&la)),
-                ConvPass::BackwardFilter => (dims(&la), out, dims(&lb)),
-            };
+            let dims = |s: &[usize]| [s[0], s[1], s[2], s[3]];
+            let (x, w, y) = crate::nn::conv_native::operand_shapes(
+                *pass,
+                dims(&la.shape),
+                dims(&lb.shape),
+                dims(&shape),
+            );
             Body::Conv(ConvBody {
                 pass: *pass,
                 geometry: *geometry,
