@@ -103,7 +103,14 @@ pub(crate) fn compile(gpu: &Gpu, rendered: RenderedKernel) -> Result<Pipeline> {
                 layout: Some(&pipeline_layout),
                 module: &module,
                 entry_point: Some(&rendered.entry),
-                compilation_options: Default::default(),
+                // Every generated kernel writes its workgroup arrays before a
+                // barrier and reads them only after it, so wgpu's zeroing
+                // prologue (a pass over the arrays in each workgroup) is
+                // wasted work.
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    zero_initialize_workgroup_memory: false,
+                    ..Default::default()
+                },
                 cache: None,
             });
         (pipeline, layout)
