@@ -9,7 +9,7 @@
 //@@ main
 {{SHARED}}
 @compute @workgroup_size({{WG}})
-fn {{NAME}}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>) {
+fn {{NAME}}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>{{SG_PARAMS}}) {
 {{TOUCH}}
     // workgroup_id is uniform, so this early exit keeps the barriers below in uniform control flow.
     let row_u = wid.y * {{GRID_X}}u + wid.x;
@@ -65,6 +65,28 @@ var<workgroup> fg_shi{{S}}: array<i32, {{WG}}>;
         workgroupBarrier();
     }
     let st{{S}} = fg_shi{{S}}[0];
+//@@ stage_subgroup
+    // With the adapter's subgroups: the fold, the subgroup's own reduction,
+    // one partial per subgroup in workgroup memory (written by the first
+    // active invocation: naga has no subgroupElect), then every invocation
+    // folds the partials in subgroup order. One barrier where the tree
+    // above takes log2(workgroup) + 1.
+    var acc{{S}}: {{T}} = {{IDENT}};
+    for (var r = lid; r < {{ROW_LEN}}; r = r + {{WG}}) {
+        let v = {{VALUE}};
+        acc{{S}} = {{COMBINE_ACC}};
+    }
+    acc{{S}} = {{SG_COMBINE}};
+    if (subgroupBroadcastFirst(lid) == lid) {
+        fg_sh{{S}}[sg_id] = acc{{S}};
+    }
+    workgroupBarrier();
+    acc{{S}} = fg_sh{{S}}[0];
+    for (var w = 1u; w < sg_count; w = w + 1u) {
+        let v = fg_sh{{S}}[w];
+        acc{{S}} = {{COMBINE_ACC}};
+    }
+    let st{{S}} = acc{{S}};
 //@@ out_full
     for (var r = lid; r < {{ROW_LEN}}; r = r + {{WG}}) {
         {{WRITE}};

@@ -23,14 +23,19 @@ fn validate(k: &Kernel, f16: bool) -> RenderedKernel {
         shader_f16: f16,
         ..RenderOptions::wgsl()
     };
-    let r = render(k, &opts).unwrap_or_else(|e| panic!("render failed: {e}"));
-    let module = naga::front::wgsl::parse_str(&r.source)
-        .unwrap_or_else(|e| panic!("{}\n{}", e.emit_to_string(&r.source), numbered(&r.source)));
     let caps = if f16 {
         Capabilities::SHADER_FLOAT16
     } else {
         Capabilities::empty()
     };
+    validate_with(k, &opts, caps)
+}
+
+/// Renders `k` with `opts` and validates it with naga under `caps`.
+fn validate_with(k: &Kernel, opts: &RenderOptions, caps: Capabilities) -> RenderedKernel {
+    let r = render(k, opts).unwrap_or_else(|e| panic!("render failed: {e}"));
+    let module = naga::front::wgsl::parse_str(&r.source)
+        .unwrap_or_else(|e| panic!("{}\n{}", e.emit_to_string(&r.source), numbered(&r.source)));
     Validator::new(ValidationFlags::all(), caps)
         .validate(&module)
         .unwrap_or_else(|e| panic!("{}\n{}", e.emit_to_string(&r.source), numbered(&r.source)));
@@ -776,6 +781,56 @@ fn all_kernels() -> Vec<Kernel> {
         }
     }
     ks
+}
+
+#[test]
+fn wgsl_subgroup_reductions_validate() {
+    let opts = RenderOptions {
+        subgroups: true,
+        ..RenderOptions::wgsl()
+    };
+    for k in [
+        softmax([6, 1000], 1),
+        softmax([5, 300], 0),
+        variance(DType::F32),
+        variance(DType::BF16),
+    ] {
+        let plain = render(&k, &RenderOptions::wgsl()).unwrap();
+        assert!(!plain.source.contains("subgroup"), "{}", plain.source);
+        let r = validate_with(&k, &opts, Capabilities::SUBGROUP);
+        assert!(r.source.contains("subgroupAdd("), "{}", r.source);
+        assert!(r.source.contains("@builtin(subgroup_id)"), "{}", r.source);
+        assert!(
+            !r.source.contains("fg_sh0[lid + s]"),
+            "no tree left: {}",
+            r.source
+        );
+    }
+    // Softmax's max stage keeps NaN: the subgroup max is replaced by NaN
+    // when any invocation holds one.
+    let r = render(&softmax([6, 1000], 1), &opts).unwrap();
+    assert!(
+        r.source.contains("subgroupAny(fg_isnan_f32("),
+        "{}",
+        r.source
+    );
+}
+
+#[test]
+fn cuda_row_reductions_use_warp_shuffles() {
+    for k in [softmax([6, 1000], 1), variance(DType::F32)] {
+        let r = render(&k, &RenderOptions::cuda()).unwrap();
+        assert!(
+            r.source.contains("__shfl_xor_sync(0xffffffffu, acc0, o)"),
+            "{}",
+            r.source
+        );
+        assert!(
+            !r.source.contains("fg_sh0[lid + s]"),
+            "no tree left: {}",
+            r.source
+        );
+    }
 }
 
 #[test]

@@ -73,6 +73,10 @@ pub struct RenderOptions {
     /// Storage buffers one WGSL stage may bind (WebGPU's default is 8); the
     /// fuser keeps kernels under it, the renderer only checks.
     pub max_storage_buffers: u32,
+    /// The WGSL adapter has subgroup operations (wgpu's `SUBGROUP`
+    /// feature): row reductions fold across subgroups. Ignored for CUDA,
+    /// whose warps always exist.
+    pub subgroups: bool,
 }
 
 impl RenderOptions {
@@ -82,6 +86,7 @@ impl RenderOptions {
             dialect: Dialect::Wgsl,
             shader_f16: false,
             max_storage_buffers: 8,
+            subgroups: false,
         }
     }
 
@@ -91,8 +96,15 @@ impl RenderOptions {
             dialect: Dialect::Cuda,
             shader_f16: true,
             max_storage_buffers: u32::MAX,
+            subgroups: true,
         }
     }
+}
+
+/// `FUSEGRAPH_TREE_REDUCE=1`: row reductions use the workgroup-memory tree
+/// even where subgroups exist (to compare the two).
+pub(crate) fn tree_reduce_forced() -> bool {
+    std::env::var("FUSEGRAPH_TREE_REDUCE").is_ok_and(|v| v == "1")
 }
 
 /// A kernel ready for a backend to compile and launch.

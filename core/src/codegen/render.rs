@@ -93,6 +93,21 @@ pub(crate) trait Lang {
     fn serial_short_rows(&self) -> bool {
         false
     }
+    /// Whether row reductions with accumulators of `acc` fold across the
+    /// hardware's subgroups (CUDA warps, WGSL subgroups where the adapter has
+    /// them) instead of a tree in workgroup memory (template section
+    /// `stage_subgroup`).
+    fn subgroup_reduce(&self, _acc: DType) -> bool {
+        false
+    }
+    /// The subgroup-wide fold of `v` for `op` (WGSL's `stage_subgroup`).
+    fn subgroup_combine(&self, _op: ReduceOp, _acc: DType, _v: &str) -> String {
+        String::new()
+    }
+    /// Extra entry-point parameters the reduce template's main takes.
+    fn subgroup_params(&self) -> String {
+        String::new()
+    }
     fn matmul_template(&self) -> &'static str;
     /// Output rows and columns one matmul workgroup computes (the template's tile).
     fn matmul_tile(&self) -> u64 {
@@ -1139,7 +1154,14 @@ impl<L: Lang> Renderer<'_, L> {
                 if !serial {
                     shared.push_str(&fill(section(tpl, "shared")?, &pairs)?);
                 }
-                stages.push_str(&fill(section(tpl, &sec("stage"))?, &pairs)?);
+                let stage = if !serial && self.l.subgroup_reduce(acc_t) {
+                    let v = format!("acc{s}");
+                    pairs.push(("SG_COMBINE", self.l.subgroup_combine(st.op, acc_t, &v)));
+                    "stage_subgroup".to_string()
+                } else {
+                    sec("stage")
+                };
+                stages.push_str(&fill(section(tpl, &stage)?, &pairs)?);
             }
         }
         let mut write_args = vec![
@@ -1179,6 +1201,7 @@ impl<L: Lang> Renderer<'_, L> {
                 ("OUTPUT", output),
                 ("TOUCH", self.l.touch()),
                 ("PARAMS", self.l.params()),
+                ("SG_PARAMS", self.l.subgroup_params()),
             ],
         )?;
         Ok((entry, [wg, 1, 1], dispatch))

@@ -7,6 +7,7 @@ use super::render::{Lang, MAP_WG, MAX_GROUPS};
 use super::{Dialect, RenderOptions};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::graph::op::ReduceOp;
 use crate::schedule::{Body, Expr, ExprNode, Kernel};
 
 pub(crate) struct Wgsl {
@@ -14,6 +15,8 @@ pub(crate) struct Wgsl {
     out: DType,
     /// Some dtype of the kernel is f16, so the module needs `enable f16;`.
     f16: bool,
+    /// Row reductions fold across subgroups (`enable subgroups;`).
+    subgroups: bool,
     /// The output is written at scattered positions into packed words
     /// (row reductions, matmuls), so it is bound as atomics.
     scattered: bool,
@@ -90,13 +93,16 @@ pub(crate) fn check(k: &Kernel, opts: &RenderOptions) -> Result<()> {
 }
 
 impl Wgsl {
-    pub(crate) fn new(k: &Kernel, _opts: &RenderOptions) -> Self {
+    pub(crate) fn new(k: &Kernel, opts: &RenderOptions) -> Self {
         let out = k.out_dtype;
         let scattered = matches!(k.body, Body::Reduce(_) | Body::Matmul(_)) && Self::is_packed(out);
         Wgsl {
             args: k.args.iter().map(|a| a.dtype).collect(),
             out,
             f16: dtypes(k).contains(&DType::F16),
+            subgroups: opts.subgroups
+                && matches!(k.body, Body::Reduce(_))
+                && !super::tree_reduce_forced(),
             scattered,
         }
     }
@@ -583,6 +589,36 @@ impl Lang for Wgsl {
         include_str!("../../../shaders/reduce.wgsl")
     }
 
+    // Subgroup arithmetic takes f32, f16, i32 and u32; f16 and bf16 values
+    // accumulate in f32 here anyway.
+    fn subgroup_reduce(&self, acc: DType) -> bool {
+        self.subgroups && matches!(acc, DType::F32 | DType::I32)
+    }
+
+    fn subgroup_combine(&self, op: ReduceOp, acc: DType, v: &str) -> String {
+        match (op, acc) {
+            (ReduceOp::Sum, _) => format!("subgroupAdd({v})"),
+            // subgroupMax/Min leave NaN unspecified; fusegraph's max and min
+            // propagate it, as the tree's fg_max_f32 does.
+            (ReduceOp::Max, DType::F32) => format!(
+                "select(subgroupMax({v}), fg_from_bits_f32(0x7fc00000u), subgroupAny(fg_isnan_f32({v})))"
+            ),
+            (ReduceOp::Min, DType::F32) => format!(
+                "select(subgroupMin({v}), fg_from_bits_f32(0x7fc00000u), subgroupAny(fg_isnan_f32({v})))"
+            ),
+            (ReduceOp::Max, _) => format!("subgroupMax({v})"),
+            _ => format!("subgroupMin({v})"),
+        }
+    }
+
+    fn subgroup_params(&self) -> String {
+        if self.subgroups {
+            ", @builtin(subgroup_id) sg_id: u32, @builtin(num_subgroups) sg_count: u32".into()
+        } else {
+            String::new()
+        }
+    }
+
     fn matmul_template(&self) -> &'static str {
         include_str!("../../../shaders/matmul.wgsl")
     }
@@ -619,6 +655,10 @@ impl Lang for Wgsl {
         if self.f16 {
             s.push_str("enable f16;\n\n");
         }
+        // No `enable subgroups;`: naga (the only compiler these kernels meet,
+        // see `RenderOptions::subgroups`) takes the builtins without it and
+        // rejects the directive.
+
         s.push_str(&format!("// {name}: fusegraph {kind} kernel\n\n"));
         for (i, &d) in self.args.iter().enumerate() {
             s.push_str(&format!(

@@ -559,16 +559,21 @@ fn dispatch_and_graph(dev: &Device, quick: bool) -> Result<(Value, bool)> {
     ))
 }
 
-pub fn run(out: &Path, quick: bool) -> Result<bool> {
+/// Runs the suite; `only`: just the cases whose name contains it.
+pub fn run(out: &Path, quick: bool, only: Option<&str>) -> Result<bool> {
     let dev = Device::cuda(0)?;
     let be = cuda::backend_of(&dev)?;
     eprintln!("device: {}", be.describe());
     let warmup = 5;
     let mut results = Vec::new();
     let mut all_ok = true;
-    let cases = cases(&dev, quick)?;
+    let mut cases = cases(&dev, quick)?;
+    if let Some(only) = only {
+        cases.retain(|c| c.name.contains(only));
+    }
     // The cases, then the graph, crossover, separate-matmuls and streams tables.
-    let progress = Progress::new("cuda", cases.len() + 4);
+    let tables = if only.is_some() { 0 } else { 4 };
+    let progress = Progress::new("cuda", cases.len() + tables);
     for case in cases {
         progress.start(&case.name);
         cuda::set_matmul_precision(case.precision);
@@ -615,23 +620,28 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
             "check": chk,
         }));
     }
-    progress.start("eager dispatch and CUDA graph");
-    let (g, ok) = progress.around(|| dispatch_and_graph(&dev, quick))?;
-    all_ok &= ok;
-    progress.start("CPU/GPU crossover");
-    let (crossover, ok) = progress.around(|| bench_crossover::crossover(&dev, quick))?;
-    all_ok &= ok;
-    progress.start("separate matmuls vs bmm");
-    let (separate, ok) = progress.around(|| bench_crossover::matmuls_vs_bmm(&dev, quick))?;
-    all_ok &= ok;
-    progress.start("streams");
-    let (streams, ok) = progress.around(|| bench_streams::streams(&dev, quick))?;
-    all_ok &= ok;
+    let (mut g, mut crossover, mut separate, mut streams) = (None, None, None, None);
+    if only.is_none() {
+        progress.start("eager dispatch and CUDA graph");
+        let (v, ok) = progress.around(|| dispatch_and_graph(&dev, quick))?;
+        (g, all_ok) = (Some(v), all_ok && ok);
+        progress.start("CPU/GPU crossover");
+        let (v, ok) = progress.around(|| bench_crossover::crossover(&dev, quick))?;
+        (crossover, all_ok) = (Some(v), all_ok && ok);
+        progress.start("separate matmuls vs bmm");
+        let (v, ok) = progress.around(|| bench_crossover::matmuls_vs_bmm(&dev, quick))?;
+        (separate, all_ok) = (Some(v), all_ok && ok);
+        progress.start("streams");
+        let (v, ok) = progress.around(|| bench_streams::streams(&dev, quick))?;
+        (streams, all_ok) = (Some(v), all_ok && ok);
+    }
     progress.finish();
     let (compiles, disk_hits) = cuda::nvrtc::compile_stats();
     let doc = json!({
         "suite": "cuda",
         "quick": quick,
+        "only": only,
+        "reductions": if std::env::var("FUSEGRAPH_TREE_REDUCE").as_deref() == Ok("1") { "shared-memory tree" } else { "warp shuffles" },
         "timing": format!("end-to-end: build the lazy graph, realize, synchronize; {warmup} warm-ups, then the reps listed; median, p10, p90"),
         "device": be.describe(),
         "nvrtc": { "compiles": compiles, "disk_cache_hits": disk_hits, "cache_dir": cuda::nvrtc::cache_dir().map(|p| p.display().to_string()) },

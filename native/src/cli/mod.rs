@@ -51,6 +51,10 @@ pub enum Command {
         /// About a tenth of the repetitions (for a smoke run; numbers are noisier).
         #[arg(long)]
         quick: bool,
+        /// CUDA suite: only the cases whose name contains this text, and none
+        /// of the tables after them (dispatch, crossover, bmm, streams).
+        #[arg(long)]
+        only: Option<String>,
     },
     /// Resize, filter and re-encode an image: `fusegraph image in.jpg -w 800
     /// --sharpen 0.5 -o out.webp` (the output format follows the extension).
@@ -94,7 +98,24 @@ pub fn run(cli: Cli) -> fusegraph_core::Result<bool> {
         small: false,
     }) {
         Command::Demo { reps, small } => demo::run(reps as usize, small),
-        Command::Bench { suite, out, quick } => {
+        Command::Bench {
+            suite,
+            out,
+            quick,
+            only,
+        } => {
+            #[cfg(feature = "cuda")]
+            let cuda = suite == Suite::Cuda;
+            #[cfg(not(feature = "cuda"))]
+            let cuda = false;
+            if only.is_some() && !cuda {
+                return Err(fusegraph_core::Error::InvalidArgument {
+                    op: "bench",
+                    what: "--only",
+                    expected: "used with --suite cuda",
+                    got: format!("--suite {suite:?}"),
+                });
+            }
             let name = match suite {
                 Suite::Cpu => "cpu",
                 #[cfg(feature = "wgpu")]
@@ -115,7 +136,7 @@ pub fn run(cli: Cli) -> fusegraph_core::Result<bool> {
                     } else {
                         out
                     };
-                    return bench_cuda::run(&out, quick);
+                    return bench_cuda::run(&out, quick, only.as_deref());
                 }
             };
             bench::run(name, &out, quick)

@@ -57,8 +57,15 @@ impl Gpu {
             .map_err(|e| unavailable(format!("no adapter: {e}")))?;
         let info = adapter.get_info();
         let limits = adapter.limits();
-        // Only what the renderer uses: f16 arithmetic when present.
-        let features = adapter.features() & wgpu::Features::SHADER_F16;
+        // Only what the renderer uses: f16 arithmetic and, natively,
+        // subgroup operations when present. In the browser the WGSL goes to
+        // the browser's own compiler, whose subgroup builtins lag naga's.
+        let wanted = if cfg!(target_arch = "wasm32") {
+            wgpu::Features::SHADER_F16
+        } else {
+            wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP
+        };
+        let features = adapter.features() & wanted;
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("fusegraph"),
@@ -97,6 +104,10 @@ impl Gpu {
 
     pub fn has_f16(&self) -> bool {
         self.features.contains(wgpu::Features::SHADER_F16)
+    }
+
+    pub fn has_subgroups(&self) -> bool {
+        self.features.contains(wgpu::Features::SUBGROUP)
     }
 
     /// An error when the device was lost or an earlier uncaught error is pending.

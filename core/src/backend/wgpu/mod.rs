@@ -70,6 +70,10 @@ pub struct AdapterDetails {
     pub device_type: String,
     pub driver: String,
     pub shader_f16: bool,
+    /// Subgroup operations (row reductions use them).
+    pub subgroups: bool,
+    /// The adapter's subgroup sizes, smallest and largest.
+    pub subgroup_sizes: (u32, u32),
     pub max_storage_buffers_per_shader_stage: u32,
     pub max_storage_buffer_binding_size: u64,
     pub max_buffer_size: u64,
@@ -84,6 +88,7 @@ impl WgpuBackend {
         let gpu = Gpu::open().await?;
         let opts = RenderOptions {
             shader_f16: gpu.has_f16(),
+            subgroups: gpu.has_subgroups(),
             max_storage_buffers: gpu.limits.max_storage_buffers_per_shader_stage,
             ..RenderOptions::wgsl()
         };
@@ -109,6 +114,8 @@ impl WgpuBackend {
             device_type: format!("{:?}", i.device_type),
             driver: format!("{} {}", i.driver, i.driver_info).trim().to_string(),
             shader_f16: self.gpu.has_f16(),
+            subgroups: self.gpu.has_subgroups(),
+            subgroup_sizes: (i.subgroup_min_size, i.subgroup_max_size),
             max_storage_buffers_per_shader_stage: l.max_storage_buffers_per_shader_stage,
             max_storage_buffer_binding_size: l.max_storage_buffer_binding_size,
             max_buffer_size: l.max_buffer_size,
@@ -181,12 +188,17 @@ impl Backend for WgpuBackend {
     fn describe(&self) -> String {
         let d = self.details();
         format!(
-            "{} ({}, {}, {}), shader-f16 {}, {} storage buffers per stage",
+            "{} ({}, {}, {}), shader-f16 {}, subgroups {}, {} storage buffers per stage",
             d.name,
             d.backend,
             d.device_type,
             d.driver,
             if d.shader_f16 { "yes" } else { "no" },
+            if d.subgroups {
+                format!("{}-{}", d.subgroup_sizes.0, d.subgroup_sizes.1)
+            } else {
+                "no".into()
+            },
             d.max_storage_buffers_per_shader_stage
         )
     }
