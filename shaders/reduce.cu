@@ -61,7 +61,7 @@ extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
 //@@ stage_subgroup
         // The fold, then a butterfly of warp shuffles, one partial per warp
         // in shared memory and every thread folding the partials in warp
-        // order: one barrier where the tree above takes log2(block) + 1.
+        // order: one barrier where a halving tree takes log2(block) + 1.
         {{T}} acc{{S}} = {{IDENT}};
         for (fg_idx r = lid; r < {{ROW_LEN}}; r += {{WG}}) {
             const {{T}} v = {{VALUE}};

@@ -69,8 +69,8 @@ var<workgroup> fg_shi{{S}}: array<i32, {{WG}}>;
     // With the adapter's subgroups: the fold, the subgroup's own reduction,
     // one partial per subgroup in workgroup memory (written by the first
     // active invocation: naga has no subgroupElect), then every invocation
-    // folds the partials in subgroup order. One barrier where the tree
-    // above takes log2(workgroup) + 1.
+    // folds the partials in subgroup order. One barrier where a halving tree
+    // takes log2(workgroup) + 1.
     var acc{{S}}: {{T}} = {{IDENT}};
     for (var r = lid; r < {{ROW_LEN}}; r = r + {{WG}}) {
         let v = {{VALUE}};
