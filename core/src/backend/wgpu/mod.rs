@@ -3,7 +3,8 @@
 //!
 //! - **Opening** ([`open`], `Device::wgpu().await`, or natively
 //!   `Device::wgpu_blocking()`): the high-performance adapter, a device with
-//!   exactly the adapter's limits and its `shader-f16` feature when present.
+//!   exactly the adapter's limits and its `shader-f16` feature when present
+//!   (natively also `subgroup`, which row reductions then use).
 //!   The fusion limit follows what was granted:
 //!   `max_kernel_args = max_storage_buffers_per_shader_stage - 1` (one
 //!   binding is the output), so on WebGPU's default of 8 a 12-input
