@@ -58,29 +58,6 @@ extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
             __syncthreads();
         }
         const int st{{S}} = fg_shi{{S}}[0];
-//@@ stage_subgroup
-        // The fold, then a butterfly of warp shuffles, one partial per warp
-        // in shared memory and every thread folding the partials in warp
-        // order: one barrier where a halving tree takes log2(block) + 1.
-        {{T}} acc{{S}} = {{IDENT}};
-        for (fg_idx r = lid; r < {{ROW_LEN}}; r += {{WG}}) {
-            const {{T}} v = {{VALUE}};
-            acc{{S}} = {{COMBINE_ACC}};
-        }
-        for (int o = 16; o > 0; o >>= 1) {
-            const {{T}} v = __shfl_xor_sync(0xffffffffu, acc{{S}}, o);
-            acc{{S}} = {{COMBINE_ACC}};
-        }
-        if ((lid & 31) == 0) {
-            fg_sh{{S}}[lid >> 5] = acc{{S}};
-        }
-        __syncthreads();
-        acc{{S}} = fg_sh{{S}}[0];
-        for (int w = 1; w < {{WG}} / 32; w++) {
-            const {{T}} v = fg_sh{{S}}[w];
-            acc{{S}} = {{COMBINE_ACC}};
-        }
-        const {{T}} st{{S}} = acc{{S}};
 //@@ out_full
         for (fg_idx r = lid; r < {{ROW_LEN}}; r += {{WG}}) {
             {{WRITE}};

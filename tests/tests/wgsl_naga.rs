@@ -817,23 +817,6 @@ fn wgsl_subgroup_reductions_validate() {
 }
 
 #[test]
-fn cuda_row_reductions_use_warp_shuffles() {
-    for k in [softmax([6, 1000], 1), variance(DType::F32)] {
-        let r = render(&k, &RenderOptions::cuda()).unwrap();
-        assert!(
-            r.source.contains("__shfl_xor_sync(0xffffffffu, acc0, o)"),
-            "{}",
-            r.source
-        );
-        assert!(
-            !r.source.contains("fg_sh0[lid + s]"),
-            "no tree left: {}",
-            r.source
-        );
-    }
-}
-
-#[test]
 fn cuda_render_names_the_entry_and_is_deterministic() {
     for k in all_kernels() {
         let a = render(&k, &RenderOptions::cuda()).unwrap_or_else(|e| panic!("{e}"));

@@ -421,12 +421,6 @@ impl Lang for Cuda {
         true
     }
 
-    // Warp shuffles take 32-bit and 64-bit values; `FUSEGRAPH_TREE_REDUCE=1`
-    // renders the shared-memory tree instead, for comparison.
-    fn subgroup_reduce(&self, acc: DType) -> bool {
-        matches!(acc, DType::F32 | DType::F64 | DType::I32) && !super::tree_reduce_forced()
-    }
-
     fn matmul_template(&self) -> &'static str {
         include_str!("../../../shaders/matmul.cu")
     }

@@ -75,7 +75,8 @@ pub struct RenderOptions {
     pub max_storage_buffers: u32,
     /// The WGSL adapter has subgroup operations (wgpu's `SUBGROUP`
     /// feature): row reductions fold across subgroups. Ignored for CUDA,
-    /// whose warps always exist.
+    /// whose reductions keep the shared-memory tree (warp shuffles measured
+    /// no faster there).
     pub subgroups: bool,
 }
 
@@ -96,7 +97,7 @@ impl RenderOptions {
             dialect: Dialect::Cuda,
             shader_f16: true,
             max_storage_buffers: u32::MAX,
-            subgroups: true,
+            subgroups: false,
         }
     }
 }

@@ -94,9 +94,8 @@ pub(crate) trait Lang {
         false
     }
     /// Whether row reductions with accumulators of `acc` fold across the
-    /// hardware's subgroups (CUDA warps, WGSL subgroups where the adapter has
-    /// them) instead of a tree in workgroup memory (template section
-    /// `stage_subgroup`).
+    /// hardware's subgroups (WGSL, where the adapter has them) instead of a
+    /// tree in workgroup memory (template section `stage_subgroup`).
     fn subgroup_reduce(&self, _acc: DType) -> bool {
         false
     }

@@ -641,7 +641,6 @@ pub fn run(out: &Path, quick: bool, only: Option<&str>) -> Result<bool> {
         "suite": "cuda",
         "quick": quick,
         "only": only,
-        "reductions": if std::env::var("FUSEGRAPH_TREE_REDUCE").as_deref() == Ok("1") { "shared-memory tree" } else { "warp shuffles" },
         "timing": format!("end-to-end: build the lazy graph, realize, synchronize; {warmup} warm-ups, then the reps listed; median, p10, p90"),
         "device": be.describe(),
         "nvrtc": { "compiles": compiles, "disk_cache_hits": disk_hits, "cache_dir": cuda::nvrtc::cache_dir().map(|p| p.display().to_string()) },
