@@ -354,3 +354,26 @@ fn none(op: &'static str, what: &str) -> Error {
         message: format!("cuDNN offers no algorithm for {what}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operands_are_contiguous_up_to_size_one_axes() {
+        // A 1x1 filter [o, 1, 1, c]: its size-1 axes may carry any stride.
+        let filter = Layout {
+            shape: vec![128, 1, 1, 64],
+            strides: vec![64, 1, 1, 1],
+            offset: 2,
+        };
+        let p = operand("conv2d", 1024, &filter, DType::BF16).map(|p| p as u64);
+        assert_eq!(p.ok(), Some(1024 + 2 * 2));
+        // A transposed view is refused, naming its strides.
+        let mut t = Layout::contiguous(&[4, 8]);
+        t.shape = vec![8, 4];
+        t.strides = vec![1, 8];
+        let err = operand("conv2d", 0, &t, DType::F32).unwrap_err();
+        assert!(err.to_string().contains("[1, 8]"), "{err}");
+    }
+}
