@@ -15,7 +15,7 @@ pub(crate) struct Wgsl {
     out: DType,
     /// Some dtype of the kernel is f16, so the module needs `enable f16;`.
     f16: bool,
-    /// Row reductions fold across subgroups (`enable subgroups;`).
+    /// Row reductions fold across subgroups (see `RenderOptions::subgroups`).
     subgroups: bool,
     /// The output is written at scattered positions into packed words
     /// (row reductions, matmuls), so it is bound as atomics.
