@@ -103,7 +103,8 @@ impl RenderOptions {
 }
 
 /// `FUSEGRAPH_TREE_REDUCE=1`: row reductions use the workgroup-memory tree
-/// even where subgroups exist (to compare the two).
+/// even where subgroups exist (to compare the two). Read once, when a
+/// backend fixes its [`RenderOptions`].
 pub(crate) fn tree_reduce_forced() -> bool {
     std::env::var("FUSEGRAPH_TREE_REDUCE").is_ok_and(|v| v == "1")
 }

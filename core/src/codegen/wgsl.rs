@@ -100,9 +100,7 @@ impl Wgsl {
             args: k.args.iter().map(|a| a.dtype).collect(),
             out,
             f16: dtypes(k).contains(&DType::F16),
-            subgroups: opts.subgroups
-                && matches!(k.body, Body::Reduce(_))
-                && !super::tree_reduce_forced(),
+            subgroups: opts.subgroups && matches!(k.body, Body::Reduce(_)),
             scattered,
         }
     }
@@ -658,7 +656,6 @@ impl Lang for Wgsl {
         // No `enable subgroups;`: naga (the only compiler these kernels meet,
         // see `RenderOptions::subgroups`) takes the builtins without it and
         // rejects the directive.
-
         s.push_str(&format!("// {name}: fusegraph {kind} kernel\n\n"));
         for (i, &d) in self.args.iter().enumerate() {
             s.push_str(&format!(

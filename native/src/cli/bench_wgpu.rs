@@ -241,7 +241,7 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
             "shader_f16": details.shader_f16,
             "subgroups": details.subgroups,
             "subgroup_sizes": [details.subgroup_sizes.0, details.subgroup_sizes.1],
-            "reductions": if details.subgroups && std::env::var("FUSEGRAPH_TREE_REDUCE").as_deref() != Ok("1") { "subgroups" } else { "workgroup-memory tree" },
+            "reductions": if be.render_options().subgroups { "subgroups" } else { "workgroup-memory tree" },
         },
         "limits": {
             "max_storage_buffers_per_shader_stage": details.max_storage_buffers_per_shader_stage,

@@ -89,7 +89,7 @@ impl WgpuBackend {
         let gpu = Gpu::open().await?;
         let opts = RenderOptions {
             shader_f16: gpu.has_f16(),
-            subgroups: gpu.has_subgroups(),
+            subgroups: gpu.has_subgroups() && !crate::codegen::tree_reduce_forced(),
             max_storage_buffers: gpu.limits.max_storage_buffers_per_shader_stage,
             ..RenderOptions::wgsl()
         };
