@@ -49,6 +49,9 @@ def main():
                 s[f"torch {k[len(model) + 1:]} ms"] = c["median_ms"]
         if compiled:
             s["vs_torch_compile"] = compiled["median_ms"] / graph["median_ms"]
+        graphs = t.get(f"{model} bf16 autocast torch.compile reduce-overhead")
+        if graphs:
+            s["vs_torch_compile_reduce_overhead"] = graphs["median_ms"] / graph["median_ms"]
         eager = t.get(f"{model} bf16 autocast eager")
         if eager:
             s["vs_torch_bf16_eager"] = eager["median_ms"] / graph["median_ms"]

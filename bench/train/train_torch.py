@@ -9,10 +9,13 @@ Cases:
   resnet18  torchvision-style ResNet-18 (CIFAR stem: 3x3 conv, no max pool)
             on random 3x32x32 data (channels last), batch 256, SGD momentum
             0.9, lr 0.1; f32 eager, bf16 autocast eager, bf16 autocast +
-            torch.compile.
+            torch.compile, and bf16 autocast + torch.compile with
+            mode="reduce-overhead" (its forward and backward replayed as
+            CUDA graphs, as fusegraph's captured step is).
 
 Run on the GPU machine: python3 bench/train/train_torch.py
   [--out PATH] [--skip-resnet] [--resnet-reps N (default 50)]
+  [--cases TEXT (only the cases whose name contains TEXT)]
   (ResNet-18 compiles for minutes)
 """
 
@@ -106,6 +109,9 @@ RESNET18_STEP_FLOPS = resnet18_step_flops()
 RESNET_REPS = int(sys.argv[sys.argv.index("--resnet-reps") + 1]) if "--resnet-reps" in sys.argv else 50
 
 
+CASES = sys.argv[sys.argv.index("--cases") + 1] if "--cases" in sys.argv else ""
+
+
 def step_fn(model, opt, x, y, autocast, compiled):
     def fwd_bwd():
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
@@ -113,7 +119,11 @@ def step_fn(model, opt, x, y, autocast, compiled):
         loss.backward()
         return loss
 
-    f = torch.compile(fwd_bwd) if compiled else fwd_bwd
+    # compiled: False, True (default mode) or a torch.compile mode name.
+    if compiled:
+        f = torch.compile(fwd_bwd, mode=None if compiled is True else compiled)
+    else:
+        f = fwd_bwd
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -153,6 +163,8 @@ def main():
         ("mlp bf16 autocast eager", True, False),
         ("mlp bf16 autocast torch.compile", True, True),
     ]:
+        if CASES not in name:
+            continue
         m = mlp().to(dev)
         opt = torch.optim.Adam(m.parameters(), lr=1e-3, fused=True)
         r = timed(step_fn(m, opt, x, y, autocast, compiled))
@@ -166,8 +178,11 @@ def main():
         ("resnet18 f32 eager", False, False),
         ("resnet18 bf16 autocast eager", True, False),
         ("resnet18 bf16 autocast torch.compile", True, True),
+        ("resnet18 bf16 autocast torch.compile reduce-overhead", True, "reduce-overhead"),
     ]
     for name, autocast, compiled in resnet_cases:
+        if CASES not in name:
+            continue
         m = ResNet18().to(dev).to(memory_format=torch.channels_last)
         opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
         t0 = time.perf_counter()
