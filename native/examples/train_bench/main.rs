@@ -26,8 +26,9 @@
 //!
 //! `--plan` lists the kernels with im2col convolutions; with
 //! `FUSEGRAPH_NATIVE_CONV=1` it lists them with one conv node per pass, as
-//! cuDNN runs them (`FUSEGRAPH_CUDNN=1` on a GPU). `--plan-args` adds the
-//! buffers each large kernel reads.
+//! cuDNN runs them (the default on a GPU with cuDNN; `FUSEGRAPH_CUDNN=0`
+//! runs im2col there too). `--plan-args` adds the buffers each large
+//! kernel reads.
 
 mod models;
 mod plan;
