@@ -2,9 +2,12 @@
 //
 // One block per row (a position of the kept axes); blocks stride over rows
 // when there are more rows than the grid. Every stage folds its value over
-// the row with a strided loop, then halves a tree in shared memory; each
-// stage has its own shared array, and a barrier ends every row so the next
-// row's writes cannot overtake a slow thread still reading this row's result.
+// the row with a strided loop (`fold`), or, when loads are shared by
+// several passes and the row is short enough, over this thread's elements
+// kept in registers (`cache_row`, `fold_cached`, `out_full_cached`), then
+// halves a tree in shared memory; each stage has its own shared array, and
+// a barrier ends every row so the next row's writes cannot overtake a slow
+// thread still reading this row's result.
 //@@ main
 extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
 {{SHARED}}    const fg_idx lid = (fg_idx)threadIdx.x;
@@ -18,12 +21,7 @@ extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
     __shared__ {{T}} fg_sh{{S}}[{{WG}}];
     __shared__ int fg_shi{{S}}[{{WG}}];
 //@@ stage
-        {{T}} acc{{S}} = {{IDENT}};
-        for (fg_idx r = lid; r < {{ROW_LEN}}; r += {{WG}}) {
-            const {{T}} v = {{VALUE}};
-            acc{{S}} = {{COMBINE_ACC}};
-        }
-        fg_sh{{S}}[lid] = acc{{S}};
+{{FOLD}}        fg_sh{{S}}[lid] = acc{{S}};
         __syncthreads();
         for (int s = {{HALF}}; s > 0; s >>= 1) {
             if (lid < s) {
@@ -32,6 +30,30 @@ extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
             __syncthreads();
         }
         const {{T}} st{{S}} = fg_sh{{S}}[0];
+//@@ fold
+        {{T}} acc{{S}} = {{IDENT}};
+        for (fg_idx r = lid; r < {{ROW_LEN}}; r += {{WG}}) {
+            const {{T}} v = {{VALUE}};
+            acc{{S}} = {{COMBINE_ACC}};
+        }
+//@@ cache_row
+        // This thread's elements of the row, loaded once for every pass.
+        {{T}} fg_c{{J}}[{{ITEMS}}];
+#pragma unroll
+        for (int i = 0; i < {{ITEMS}}; i++) {
+            const fg_idx r = lid + i * {{WG}};
+            {{GUARD}}fg_c{{J}}[i] = {{LOAD}};
+        }
+//@@ fold_cached
+        {{T}} acc{{S}} = {{IDENT}};
+#pragma unroll
+        for (int i = 0; i < {{ITEMS}}; i++) {
+            const fg_idx r = lid + i * {{WG}};
+            {{GUARD}}{
+                const {{T}} v = {{VALUE}};
+                acc{{S}} = {{COMBINE_ACC}};
+            }
+        }
 //@@ stage_argmax
         // Ties and NaN: the first (lowest flattened index) maximum wins, NaN beats numbers.
         {{T}} acc{{S}} = {{IDENT}};
@@ -61,6 +83,12 @@ extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
 //@@ out_full
         for (fg_idx r = lid; r < {{ROW_LEN}}; r += {{WG}}) {
             {{WRITE}};
+        }
+//@@ out_full_cached
+#pragma unroll
+        for (int i = 0; i < {{ITEMS}}; i++) {
+            const fg_idx r = lid + i * {{WG}};
+            {{GUARD}}{{WRITE}};
         }
 //@@ out_row
         if (lid == 0) {

@@ -412,6 +412,12 @@ impl Lang for Cuda {
         include_str!("../../../shaders/reduce.cu")
     }
 
+    // 16 f32 per cached load: a 4096-wide row over 256 threads, which ran
+    // at the copy bandwidth on an H200 (see `row_cache`).
+    fn row_cache_items(&self) -> usize {
+        16
+    }
+
     // WGSL keeps a workgroup per row even for short rows: there, with no
     // barrier between a stage and its use, Vulkan's compilers (lavapipe's
     // LLVM measurably) unroll the short loop and fold `x - x` to 0 under

@@ -47,6 +47,7 @@
 
 mod cuda;
 mod render;
+mod row_cache;
 #[cfg(test)]
 mod tests;
 mod wgsl;
@@ -104,7 +105,8 @@ impl RenderOptions {
 
 /// `FUSEGRAPH_TREE_REDUCE=1`: row reductions use the workgroup-memory tree
 /// even where subgroups exist (to compare the two). Read once, when a
-/// backend fixes its [`RenderOptions`].
+/// backend fixes its [`RenderOptions`] (only the wgpu backend has subgroups).
+#[cfg(feature = "wgpu")]
 pub(crate) fn tree_reduce_forced() -> bool {
     std::env::var("FUSEGRAPH_TREE_REDUCE").is_ok_and(|v| v == "1")
 }

@@ -3,6 +3,7 @@
 //! immutable declaration per expression node; everything that differs
 //! between the dialects goes through [`Lang`].
 
+use super::row_cache;
 use super::{BindingInfo, Dialect, RenderedKernel};
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
@@ -98,6 +99,12 @@ pub(crate) trait Lang {
     /// tree in workgroup memory (template section `stage_subgroup`).
     fn subgroup_reduce(&self, _acc: DType) -> bool {
         false
+    }
+    /// Row elements per thread a row reduction may keep in registers for
+    /// each load its passes share (template sections `fold`, `fold_cached`,
+    /// `cache_row` and `out_full_cached`); 0: the template has none.
+    fn row_cache_items(&self) -> usize {
+        0
     }
     /// The subgroup-wide fold of `v` for `op` (WGSL's `stage_subgroup`).
     fn subgroup_combine(&self, _op: ReduceOp, _acc: DType, _v: &str) -> String {
@@ -228,6 +235,9 @@ struct Env<'a> {
     stages: &'a [(String, DType)],
     /// The matmul accumulator and its compute dtype.
     acc: Option<(&'a str, DType)>,
+    /// Loads whose values a row reduction keeps in registers: the node and
+    /// the parameter that holds its value (see `row_cache`).
+    cached: &'a [(ExprId, String)],
 }
 
 struct Renderer<'l, L: Lang> {
@@ -592,6 +602,10 @@ impl<'l, L: Lang> Renderer<'l, L> {
         for i in e.reachable(roots) {
             let d = e.dtypes[i];
             let dt = |j: ExprId| e.dtypes[j];
+            if let Some((_, name)) = env.cached.iter().find(|(n, _)| *n == i) {
+                self.line(out, 1, &self.l.decl(&v(i), self.l.cty(d), name));
+                continue;
+            }
             let val = match &e.nodes[i] {
                 ExprNode::Load { arg, access } => {
                     let strides: Vec<i64> = access.strides.iter().map(|&s| s as i64).collect();
@@ -826,6 +840,7 @@ impl<L: Lang> Renderer<'_, L> {
             lin: "e",
             stages: &[],
             acc: None,
+            cached: &[],
         };
         self.emit_expr(&mut body, &m.expr, &[m.out], &env)?;
         let ret = self.convert(&v(m.out), m.expr.dtypes[m.out], out_dtype)?;
@@ -1015,6 +1030,70 @@ impl<L: Lang> Renderer<'_, L> {
             (body, rand || all)
         };
 
+        // Rows of a few elements (a sum over a 3x3 window, a small last
+        // axis) get one thread each, and so do many columns (see
+        // `reads_columns`); other rows a workgroup each: a power of two
+        // covering the row, at most 256.
+        let serial = self.l.serial_short_rows()
+            && (row_len <= SERIAL_ROW_LEN || (rows >= SERIAL_MIN_COLUMNS && reads_columns(red)))
+            && red.stages.iter().all(|s| s.op != ReduceOp::ArgMax);
+        let sec = |name: &str| {
+            if serial {
+                format!("{name}_serial")
+            } else {
+                name.to_string()
+            }
+        };
+        let wg = if serial {
+            MAP_WG
+        } else {
+            (row_len.next_power_of_two()).clamp(32, 256) as u32
+        };
+        // Loads that several passes read stay in registers (`row_cache`).
+        let folds = self.l.row_cache_items() > 0 && !serial;
+        let cache = if folds && red.stages.iter().all(|s| s.op != ReduceOp::ArgMax) {
+            row_cache::plan(red, row_len, wg as usize, self.l.row_cache_items())
+        } else {
+            None
+        };
+        let cached: Vec<(ExprId, String)> = cache
+            .iter()
+            .flat_map(|c| c.loads.iter().enumerate())
+            .map(|(j, &n)| (n, format!("fg_c{j}")))
+            .collect();
+        let cached_params: Vec<(String, String)> = cached
+            .iter()
+            .map(|(n, name)| (name.clone(), self.l.cty(red.expr.dtypes[*n]).to_string()))
+            .collect();
+        let cached_args: Vec<String> = cached
+            .iter()
+            .map(|(_, name)| format!("{name}[i]"))
+            .collect();
+
+        // One function per cached load: its value at (row, r).
+        for (n, name) in &cached {
+            let (mut body, _) = prefix(self, &[*n], false);
+            let env = Env {
+                coords: &names,
+                dims: &red.shape,
+                lin: "lin",
+                stages: &[],
+                acc: None,
+                cached: &[],
+            };
+            self.emit_expr(&mut body, &red.expr, &[*n], &env)?;
+            self.ret(&mut body, &v(*n));
+            let params = [
+                ("row".to_string(), ix.clone()),
+                ("r".to_string(), ix.clone()),
+            ];
+            let ty = self.l.cty(red.expr.dtypes[*n]);
+            let head = self
+                .l
+                .fn_head(&format!("fg_load_{name}"), &params, Some(ty), true);
+            self.finish_fn(head, body);
+        }
+
         for (s, st) in red.stages.iter().enumerate() {
             let (mut body, _) = prefix(self, &[st.value], false);
             let env = Env {
@@ -1023,6 +1102,7 @@ impl<L: Lang> Renderer<'_, L> {
                 lin: "lin",
                 stages: &stage_env[..s],
                 acc: None,
+                cached: &cached,
             };
             self.emit_expr(&mut body, &red.expr, &[st.value], &env)?;
             let ret = self.convert(&v(st.value), red.expr.dtypes[st.value], stage_types[s].0)?;
@@ -1036,6 +1116,7 @@ impl<L: Lang> Renderer<'_, L> {
                     .iter()
                     .map(|(n, d)| (n.clone(), self.l.cty(*d).to_string())),
             );
+            params.extend(cached_params.iter().cloned());
             let head = self.l.fn_head(
                 &format!("fg_stage{s}"),
                 &params,
@@ -1045,7 +1126,9 @@ impl<L: Lang> Renderer<'_, L> {
             self.finish_fn(head, body);
         }
 
-        // The write function evaluates `out` and stores it.
+        // The write function evaluates `out` and stores it. An output per
+        // row is written once, outside the loops, so it reads no registers.
+        let write_cached: &[(ExprId, String)] = if red.out_full { &cached } else { &[] };
         {
             let (mut body, _) = prefix(self, &[red.out], red.out_full);
             let env = Env {
@@ -1054,6 +1137,7 @@ impl<L: Lang> Renderer<'_, L> {
                 lin: "lin",
                 stages: &stage_env,
                 acc: None,
+                cached: write_cached,
             };
             self.emit_expr(&mut body, &red.expr, &[red.out], &env)?;
             let val = self.convert(&v(red.out), red.expr.dtypes[red.out], out_dtype)?;
@@ -1076,50 +1160,55 @@ impl<L: Lang> Renderer<'_, L> {
                     .iter()
                     .map(|(n, d)| (n.clone(), self.l.cty(*d).to_string())),
             );
+            params.extend(cached_params[..write_cached.len()].iter().cloned());
             let head = self.l.fn_head("fg_write", &params, None, true);
             self.funcs.push_str(&self.l.store_fn());
             self.funcs.push('\n');
             self.finish_fn(head, body);
         }
 
-        // Rows of a few elements (a sum over a 3x3 window, a small last
-        // axis) get one thread each, and so do many columns (see
-        // `reads_columns`); other rows a workgroup each: a power of two
-        // covering the row, at most 256.
-        let serial = self.l.serial_short_rows()
-            && (row_len <= SERIAL_ROW_LEN || (rows >= SERIAL_MIN_COLUMNS && reads_columns(red)))
-            && red.stages.iter().all(|s| s.op != ReduceOp::ArgMax);
-        let sec = |name: &str| {
-            if serial {
-                format!("{name}_serial")
-            } else {
-                name.to_string()
-            }
-        };
-        let wg = if serial {
-            MAP_WG
-        } else {
-            (row_len.next_power_of_two()).clamp(32, 256) as u32
-        };
         let tpl = self.l.reduce_template();
+        let items = cache.as_ref().map_or(0, |c| c.items);
+        let guard = match &cache {
+            Some(c) if c.guarded => format!("if (r < {row_len}) "),
+            _ => String::new(),
+        };
+        let loop_pairs = [
+            ("ITEMS", items.to_string()),
+            ("GUARD", guard.clone()),
+            ("WG", wg.to_string()),
+            ("ROW_LEN", row_len.to_string()),
+        ];
         let mut shared = String::new();
         let mut stages = String::new();
+        for (j, (n, _)) in cached.iter().enumerate() {
+            let load = self.l.call(
+                &format!("fg_load_fg_c{j}"),
+                &["row".to_string(), "r".to_string()],
+                true,
+            );
+            let mut pairs = loop_pairs.to_vec();
+            pairs.push(("J", j.to_string()));
+            pairs.push(("T", self.l.cty(red.expr.dtypes[*n]).to_string()));
+            pairs.push(("LOAD", load));
+            stages.push_str(&fill(section(tpl, "cache_row")?, &pairs)?);
+        }
         for (s, st) in red.stages.iter().enumerate() {
             let (acc_t, _) = stage_types[s];
             let t = self.l.cty(acc_t).to_string();
             let ident = self.identity(st.op, acc_t)?;
             let mut call_args = vec!["row".to_string(), "r".to_string()];
             call_args.extend((0..s).map(|j| format!("st{j}")));
+            call_args.extend(cached_args.iter().cloned());
             let value = self.l.call(&format!("fg_stage{s}"), &call_args, true);
             let mut pairs = vec![
                 ("S", s.to_string()),
                 ("T", t),
-                ("WG", wg.to_string()),
                 ("HALF", (wg / 2).to_string()),
-                ("ROW_LEN", row_len.to_string()),
                 ("IDENT", ident),
                 ("VALUE", value),
             ];
+            pairs.extend(loop_pairs.iter().cloned());
             if st.op == ReduceOp::ArgMax {
                 let better = format!(
                     "fg_argbetter_{}",
@@ -1153,6 +1242,16 @@ impl<L: Lang> Renderer<'_, L> {
                 if !serial {
                     shared.push_str(&fill(section(tpl, "shared")?, &pairs)?);
                 }
+                if folds {
+                    // The template's stage folds with `fold` or `fold_cached`.
+                    let fold = if cache.is_some() {
+                        "fold_cached"
+                    } else {
+                        "fold"
+                    };
+                    let text = fill(section(tpl, fold)?, &pairs)?;
+                    pairs.push(("FOLD", text));
+                }
                 let stage = if !serial && self.l.subgroup_reduce(acc_t) {
                     let v = format!("acc{s}");
                     pairs.push(("SG_COMBINE", self.l.subgroup_combine(st.op, acc_t, &v)));
@@ -1172,16 +1271,16 @@ impl<L: Lang> Renderer<'_, L> {
             },
         ];
         write_args.extend((0..red.stages.len()).map(|j| format!("st{j}")));
+        write_args.extend(cached_args[..write_cached.len()].iter().cloned());
         let write = self.l.call("fg_write", &write_args, true);
-        let out_sec = sec(if red.out_full { "out_full" } else { "out_row" });
-        let output = fill(
-            section(tpl, &out_sec)?,
-            &[
-                ("WRITE", write),
-                ("ROW_LEN", row_len.to_string()),
-                ("WG", wg.to_string()),
-            ],
-        )?;
+        let out_sec = if red.out_full && cache.is_some() {
+            "out_full_cached".to_string()
+        } else {
+            sec(if red.out_full { "out_full" } else { "out_row" })
+        };
+        let mut out_pairs = loop_pairs.to_vec();
+        out_pairs.push(("WRITE", write));
+        let output = fill(section(tpl, &out_sec)?, &out_pairs)?;
         let groups = if serial {
             rows.div_ceil(wg as usize)
         } else {
@@ -1316,6 +1415,7 @@ impl<L: Lang> Renderer<'_, L> {
             lin: "lin",
             stages: &[],
             acc: Some(("acc", acc)),
+            cached: &[],
         };
         self.emit_expr(&mut body, &mm.epilogue, &[mm.out], &env)?;
         let val = self.convert(&v(mm.out), mm.epilogue.dtypes[mm.out], out_dtype)?;

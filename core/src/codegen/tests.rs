@@ -75,3 +75,61 @@ fn map_renders_for_both_dialects() {
     let c = render(&k, &RenderOptions::cuda()).unwrap();
     assert!(c.source.contains("extern \"C\" __global__"), "{}", c.source);
 }
+
+/// The CUDA source of every kernel that computes `t` (fused as on the CPU).
+fn cuda_sources(t: &crate::Tensor) -> Vec<String> {
+    let c = crate::runtime::compiled_for(std::slice::from_ref(t), &crate::Limits::cpu()).unwrap();
+    c.schedule
+        .steps
+        .iter()
+        .map(|s| render(&s.kernel, &RenderOptions::cuda()).unwrap().source)
+        .collect()
+}
+
+fn rows(r: usize, c: usize) -> crate::Tensor {
+    let data: Vec<f32> = (0..r * c).map(|i| (i % 7) as f32).collect();
+    crate::Tensor::from_vec(data, vec![r, c], &crate::Device::Cpu).unwrap()
+}
+
+#[test]
+fn cuda_layer_norm_keeps_its_row_in_registers_for_all_three_passes() {
+    let x = rows(8, 4096);
+    let y = x.layer_norm(1, None, None, 1e-5).unwrap();
+    let srcs = cuda_sources(&y);
+    let row = srcs
+        .iter()
+        .find(|s| s.contains("fg_sh1"))
+        .expect("a two-stage row kernel");
+    // 4096 / 256 threads: 16 registers, filled by one load per element.
+    assert!(row.contains("float fg_c0[16];"), "{row}");
+    assert_eq!(row.matches("fg_a0[").count(), 1, "x is read once: {row}");
+    assert!(!row.contains("if (r < 4096)"), "{row}");
+}
+
+#[test]
+fn cuda_row_cache_guards_rows_that_threads_do_not_divide() {
+    let y = rows(4, 1000).softmax(-1).unwrap();
+    let srcs = cuda_sources(&y);
+    let row = srcs
+        .iter()
+        .find(|s| s.contains("fg_c0["))
+        .expect("a cached row kernel");
+    // 1000 elements over 256 threads: 4 items, the last one past the end for some.
+    assert!(
+        row.contains("fg_c0[4];") && row.contains("if (r < 1000)"),
+        "{row}"
+    );
+}
+
+#[test]
+fn cuda_rows_too_long_for_registers_and_wgsl_rows_read_memory_each_pass() {
+    let y = rows(2, 8192).softmax(-1).unwrap();
+    assert!(cuda_sources(&y).iter().all(|s| !s.contains("fg_c0[")));
+    let c =
+        crate::runtime::compiled_for(&[rows(2, 1024).softmax(-1).unwrap()], &crate::Limits::cpu())
+            .unwrap();
+    for s in &c.schedule.steps {
+        let w = render(&s.kernel, &RenderOptions::wgsl()).unwrap().source;
+        assert!(!w.contains("fg_c0"), "{w}");
+    }
+}
