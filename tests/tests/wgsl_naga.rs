@@ -676,7 +676,9 @@ fn wgsl_rand_map_validates_and_bakes_the_seed_key() {
 
 #[test]
 fn wgsl_huge_map_dispatches_in_two_dimensions() {
-    let n = 65_535 * 256 * 3;
+    // Workgroups of 256 invocations computing 4 elements each: three rows
+    // of 65535 workgroups.
+    let n = 65_535 * 256 * 4 * 3;
     let k = unary_map(UnaryOp::Neg, DType::F32, DType::F32);
     let Body::Map(m) = &k.body else {
         unreachable!()

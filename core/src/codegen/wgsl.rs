@@ -4,6 +4,9 @@
 //! the bits, never through `x != x`.
 
 use super::render::{Lang, MAP_WG, MAX_GROUPS};
+
+/// Elements each invocation of an elementwise kernel computes (unpacked outputs).
+const MAP_UNROLL: u64 = 4;
 use super::{Dialect, RenderOptions};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -93,6 +96,32 @@ pub(crate) fn check(k: &Kernel, opts: &RenderOptions) -> Result<()> {
 }
 
 impl Wgsl {
+    /// `groups` workgroups as a dispatch: one row of at most `MAX_GROUPS`,
+    /// then as many rows as needed.
+    fn groups_2d(groups: u64) -> [u32; 3] {
+        if groups <= MAX_GROUPS {
+            [groups as u32, 1, 1]
+        } else {
+            [MAX_GROUPS as u32, groups.div_ceil(MAX_GROUPS) as u32, 1]
+        }
+    }
+
+    /// Packed outputs (bf16, u8, bool: several elements per `u32` word):
+    /// one invocation owns a whole word, so they need no atomics.
+    fn packed_elementwise_entry(&self, name: &str, numel: usize) -> (String, [u32; 3], [u32; 3]) {
+        let (per, width) = Self::per_word(self.out);
+        let threads = (numel as u64).div_ceil(per as u64);
+        let dispatch = Self::groups_2d(threads.div_ceil(MAP_WG as u64));
+        let row = dispatch[0] as u64 * MAP_WG as u64;
+        let mut s = format!("@compute @workgroup_size({MAP_WG})\nfn {name}(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}", self.touch());
+        s.push_str(&format!("    let t = gid.y * {row}u + gid.x;\n    if (t >= {threads}u) {{\n        return;\n    }}\n"));
+        s.push_str(&format!(
+            "    var word = 0u;\n    for (var j = 0u; j < {per}u; j = j + 1u) {{\n        let e = t * {per}u + j;\n        if (e < {numel}u) {{\n            word = word | ({} << (j * {width}u));\n        }}\n    }}\n    fg_out[t] = word;\n}}\n",
+            Self::bits(self.out, "fg_value(i32(e))")
+        ));
+        (s, [MAP_WG, 1, 1], dispatch)
+    }
+
     pub(crate) fn new(k: &Kernel, opts: &RenderOptions) -> Self {
         let out = k.out_dtype;
         let scattered = matches!(k.body, Body::Reduce(_) | Body::Matmul(_)) && Self::is_packed(out);
@@ -539,35 +568,42 @@ impl Lang for Wgsl {
     }
 
     fn elementwise_entry(&self, name: &str, numel: usize) -> (String, [u32; 3], [u32; 3]) {
-        let packed = Self::is_packed(self.out);
-        let (per, width) = if packed {
-            Self::per_word(self.out)
-        } else {
-            (1, 0)
-        };
-        let threads = (numel as u64).div_ceil(per as u64);
-        let groups = threads.div_ceil(MAP_WG as u64);
-        let dispatch = if groups <= MAX_GROUPS {
-            [groups as u32, 1, 1]
-        } else {
-            [MAX_GROUPS as u32, groups.div_ceil(MAX_GROUPS) as u32, 1]
-        };
-        let row = dispatch[0] as u64 * MAP_WG as u64;
-        let mut s = format!("@compute @workgroup_size({MAP_WG})\nfn {name}(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}", self.touch());
-        s.push_str(&format!("    let t = gid.y * {row}u + gid.x;\n    if (t >= {threads}u) {{\n        return;\n    }}\n"));
-        if packed {
-            // One invocation owns a whole word, so packed outputs need no atomics.
+        if Self::is_packed(self.out) {
+            return self.packed_elementwise_entry(name, numel);
+        }
+        // Each invocation computes MAP_UNROLL elements a workgroup width
+        // apart (loads stay coalesced and several are in flight per
+        // invocation), as the CUDA renderer does: one element per thread
+        // reached 51% of the copy bandwidth on an H200 there, four 94%.
+        let chunk = MAP_WG as u64 * MAP_UNROLL;
+        let groups = (numel as u64).div_ceil(chunk);
+        let dispatch = Self::groups_2d(groups);
+        let mut s = format!(
+            "@compute @workgroup_size({MAP_WG})\nfn {name}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{\n{}",
+            self.touch()
+        );
+        s.push_str(&format!(
+            "    let b = (wid.y * {}u + wid.x) * {chunk}u + lid.x;\n    if (b + {}u < {numel}u) {{\n",
+            dispatch[0],
+            (MAP_UNROLL - 1) * MAP_WG as u64
+        ));
+        for u in 0..MAP_UNROLL {
             s.push_str(&format!(
-                "    var word = 0u;\n    for (var j = 0u; j < {per}u; j = j + 1u) {{\n        let e = t * {per}u + j;\n        if (e < {numel}u) {{\n            word = word | ({} << (j * {width}u));\n        }}\n    }}\n    fg_out[t] = word;\n",
-                Self::bits(self.out, "fg_value(i32(e))")
-            ));
-        } else {
-            s.push_str(&format!(
-                "    fg_out[t] = {};\n",
-                Self::store_plain(self.out, "fg_value(i32(t))")
+                "        let v{u} = fg_value(i32(b + {}u));\n",
+                u * MAP_WG as u64
             ));
         }
-        s.push_str("}\n");
+        for u in 0..MAP_UNROLL {
+            s.push_str(&format!(
+                "        fg_out[b + {}u] = {};\n",
+                u * MAP_WG as u64,
+                Self::store_plain(self.out, &format!("v{u}"))
+            ));
+        }
+        s.push_str(&format!(
+            "    }} else {{\n        for (var e = b; e < {numel}u; e = e + {MAP_WG}u) {{\n            fg_out[e] = {};\n        }}\n    }}\n}}\n",
+            Self::store_plain(self.out, "fg_value(i32(e))")
+        ));
         (s, [MAP_WG, 1, 1], dispatch)
     }
 
