@@ -1050,7 +1050,9 @@ impl<L: Lang> Renderer<'_, L> {
             (row_len.next_power_of_two()).clamp(32, 256) as u32
         };
         // Loads that several passes read stay in registers (`row_cache`).
-        let folds = self.l.row_cache_items() > 0 && !serial;
+        // Only CUDA keeps rows in registers; wasm builds never render CUDA,
+        // so they leave the planning out (it counts against their size budget).
+        let folds = !cfg!(target_arch = "wasm32") && self.l.row_cache_items() > 0 && !serial;
         let cache = if folds && red.stages.iter().all(|s| s.op != ReduceOp::ArgMax) {
             row_cache::plan(red, row_len, wg as usize, self.l.row_cache_items())
         } else {
