@@ -4,7 +4,7 @@
 //! Signed overflow is undefined in C++, so wrapping integer arithmetic goes
 //! through `unsigned int`.
 
-use super::render::{Lang, MAP_WG};
+use super::render::{Lang, MAP_UNROLL, MAP_WG};
 use super::Dialect;
 use crate::dtype::DType;
 use crate::schedule::{Body, ExprNode, Kernel};
@@ -20,8 +20,6 @@ pub(crate) struct Cuda {
 
 /// Most blocks an elementwise launch uses; threads stride beyond it.
 const MAX_BLOCKS: u64 = 1 << 20;
-/// Elements each thread of an elementwise kernel computes per step.
-const MAP_UNROLL: u64 = 4;
 /// Most blocks a row reduction uses; blocks stride over further rows.
 const MAX_ROW_BLOCKS: u64 = 1 << 24;
 

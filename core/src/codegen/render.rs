@@ -14,6 +14,9 @@ use crate::schedule::{
 
 /// Invocations per workgroup (threads per block) of elementwise kernels.
 pub(crate) const MAP_WG: u32 = 256;
+/// Elements each invocation of an elementwise kernel computes, a workgroup
+/// width apart (CUDA, and WGSL for unpacked outputs).
+pub(crate) const MAP_UNROLL: u64 = 4;
 /// Reductions over rows at most this long run one thread per row.
 const SERIAL_ROW_LEN: usize = 16;
 /// Column reductions run one thread per column from this many columns on
@@ -1183,9 +1186,9 @@ impl<L: Lang> Renderer<'_, L> {
         ];
         let mut shared = String::new();
         let mut stages = String::new();
-        for (j, (n, _)) in cached.iter().enumerate() {
+        for (j, (n, name)) in cached.iter().enumerate() {
             let load = self.l.call(
-                &format!("fg_load_fg_c{j}"),
+                &format!("fg_load_{name}"),
                 &["row".to_string(), "r".to_string()],
                 true,
             );

@@ -3,10 +3,7 @@
 //! WGSL leaves NaN handling to the implementation, so NaN tests go through
 //! the bits, never through `x != x`.
 
-use super::render::{Lang, MAP_WG, MAX_GROUPS};
-
-/// Elements each invocation of an elementwise kernel computes (unpacked outputs).
-const MAP_UNROLL: u64 = 4;
+use super::render::{Lang, MAP_UNROLL, MAP_WG, MAX_GROUPS};
 use super::{Dialect, RenderOptions};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -608,15 +605,8 @@ impl Lang for Wgsl {
     }
 
     fn row_dispatch(&self, rows: usize) -> ([u32; 3], u64) {
-        let rows = rows as u64;
-        if rows <= MAX_GROUPS {
-            ([rows as u32, 1, 1], rows.max(1))
-        } else {
-            (
-                [MAX_GROUPS as u32, rows.div_ceil(MAX_GROUPS) as u32, 1],
-                MAX_GROUPS,
-            )
-        }
+        let d = Self::groups_2d(rows as u64);
+        (d, (d[0] as u64).max(1))
     }
 
     fn reduce_template(&self) -> &'static str {
