@@ -11,7 +11,7 @@
 // special case. Batches run along blockIdx.z, striding past 65535.
 //@@ main
 extern "C" __global__ void __launch_bounds__(256) {{NAME}}({{PARAMS}}) {
-    // fg_ta is [k][m] with one column of padding: the transposing store from a
+{{PROLOGUE}}    // fg_ta is [k][m] with one column of padding: the transposing store from a
     // row-major A tile would otherwise put 16 threads on one bank.
     __shared__ {{ACC}} fg_ta[16][65];
     __shared__ {{ACC}} fg_tb[16][64];

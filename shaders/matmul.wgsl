@@ -33,7 +33,7 @@ fn fg_out4(b: i32, i: i32, j: i32, v: vec4<{{ACC}}>) {
 
 @compute @workgroup_size(16, 16, 1)
 fn {{NAME}}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-{{TOUCH}}
+{{PROLOGUE}}
     let tx = i32(lid.x);
     let ty = i32(lid.y);
     let t = ty * 16 + tx;

@@ -10,7 +10,7 @@
 // thread still reading this row's result.
 //@@ main
 extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
-{{SHARED}}    const fg_idx lid = (fg_idx)threadIdx.x;
+{{PROLOGUE}}{{SHARED}}    const fg_idx lid = (fg_idx)threadIdx.x;
     for (fg_idx row = (fg_idx)blockIdx.x; row < {{ROWS}}; row += (fg_idx)gridDim.x) {
 {{STAGES}}{{OUTPUT}}        __syncthreads();
     }
@@ -99,7 +99,7 @@ extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
 // serially, with no shared memory and no barriers; a block per row would
 // leave most of its threads idle.
 extern "C" __global__ void __launch_bounds__({{WG}}) {{NAME}}({{PARAMS}}) {
-    const fg_idx step = (fg_idx)gridDim.x * {{WG}};
+{{PROLOGUE}}    const fg_idx step = (fg_idx)gridDim.x * {{WG}};
     for (fg_idx row = (fg_idx)blockIdx.x * {{WG}} + (fg_idx)threadIdx.x; row < {{ROWS}}; row += step) {
 {{STAGES}}{{OUTPUT}}    }
 }

@@ -353,6 +353,46 @@ fn wgsl_softmax_two_stage_rowwise_validates() {
     assert!(r.entry.starts_with("fg_rowwise_"));
 }
 
+/// Rows of at most 16 elements per invocation keep x in a private array
+/// that all three passes read: loaded once, guarded when the workgroup does
+/// not divide the row (1000 over 256), with and without subgroups.
+#[test]
+fn wgsl_softmax_keeps_its_row_in_a_private_array_and_validates() {
+    for subgroups in [false, true] {
+        let opts = RenderOptions {
+            subgroups,
+            ..RenderOptions::wgsl()
+        };
+        let caps = if subgroups {
+            Capabilities::SUBGROUP
+        } else {
+            Capabilities::empty()
+        };
+        let r = validate_with(&softmax([6, 4096], 1), &opts, caps);
+        assert!(
+            r.source.contains("var fg_c0: array<f32, 16>;"),
+            "{}",
+            r.source
+        );
+        assert_eq!(
+            r.source.matches("fg_a0[").count(),
+            1,
+            "x is read once: {}",
+            r.source
+        );
+        assert!(!r.source.contains("if (r < 4096)"), "{}", r.source);
+        let r = validate_with(&softmax([6, 1000], 1), &opts, caps);
+        assert!(
+            r.source.contains("var fg_c0: array<f32, 4>;") && r.source.contains("if (r < 1000) {"),
+            "{}",
+            r.source
+        );
+    }
+    // 8192 elements are 32 per invocation: read from memory in every pass.
+    let r = validate(&softmax([2, 8192], 1), false);
+    assert!(!r.source.contains("fg_c0"), "{}", r.source);
+}
+
 #[test]
 fn wgsl_softmax_two_stage_over_axis0_validates() {
     let r = validate(&softmax([5, 300], 0), false);

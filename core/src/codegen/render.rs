@@ -122,8 +122,10 @@ pub(crate) trait Lang {
     fn matmul_tile(&self) -> u64 {
         64
     }
-    /// Statements that reference every binding (WGSL's automatic layouts drop unused ones).
-    fn touch(&self) -> String;
+    /// Statements every entry point starts with: WGSL references every
+    /// binding (its automatic layouts drop unused ones); CUDA waits for the
+    /// kernel it depends on (see `cuda.rs`).
+    fn prologue(&self) -> String;
     /// CUDA kernel parameter list / buffer arguments for calls.
     fn params(&self) -> String;
     fn bufs(&self) -> String;
@@ -1053,10 +1055,12 @@ impl<L: Lang> Renderer<'_, L> {
             (row_len.next_power_of_two()).clamp(32, 256) as u32
         };
         // Loads that several passes read stay in registers (`row_cache`).
-        // Only CUDA keeps rows in registers; wasm builds never render CUDA,
-        // so they leave the planning out (it counts against their size budget).
-        let folds = !cfg!(target_arch = "wasm32") && self.l.row_cache_items() > 0 && !serial;
-        let cache = if folds && red.stages.iter().all(|s| s.op != ReduceOp::ArgMax) {
+        // wasm builds leave the planning out (it counts against their size
+        // budget): a browser's WebGPU keeps its bounds checks on private
+        // arrays, which would put the row in memory anyway.
+        let folds = self.l.row_cache_items() > 0 && !serial;
+        let plans = folds && !cfg!(target_arch = "wasm32");
+        let cache = if plans && red.stages.iter().all(|s| s.op != ReduceOp::ArgMax) {
             row_cache::plan(red, row_len, wg as usize, self.l.row_cache_items())
         } else {
             None
@@ -1302,7 +1306,7 @@ impl<L: Lang> Renderer<'_, L> {
                 ("SHARED", shared),
                 ("STAGES", stages),
                 ("OUTPUT", output),
-                ("TOUCH", self.l.touch()),
+                ("PROLOGUE", self.l.prologue()),
                 ("PARAMS", self.l.params()),
                 ("SG_PARAMS", self.l.subgroup_params()),
             ],
@@ -1472,7 +1476,7 @@ impl<L: Lang> Renderer<'_, L> {
                 ("K", mm.k.to_string()),
                 ("BATCH", batch.to_string()),
                 ("ZSTEP", MAX_GROUPS.to_string()),
-                ("TOUCH", self.l.touch()),
+                ("PROLOGUE", self.l.prologue()),
                 ("PARAMS", self.l.params()),
                 ("BUFS", self.l.bufs()),
             ],

@@ -122,14 +122,42 @@ fn cuda_row_cache_guards_rows_that_threads_do_not_divide() {
 }
 
 #[test]
-fn cuda_rows_too_long_for_registers_and_wgsl_rows_read_memory_each_pass() {
+fn rows_too_long_for_registers_read_memory_each_pass_in_both_dialects() {
     let y = rows(2, 8192).softmax(-1).unwrap();
     assert!(cuda_sources(&y).iter().all(|s| !s.contains("fg_c0[")));
-    let c =
-        crate::runtime::compiled_for(&[rows(2, 1024).softmax(-1).unwrap()], &crate::Limits::cpu())
-            .unwrap();
+    let c = crate::runtime::compiled_for(&[y], &crate::Limits::cpu()).unwrap();
     for s in &c.schedule.steps {
         let w = render(&s.kernel, &RenderOptions::wgsl()).unwrap().source;
         assert!(!w.contains("fg_c0"), "{w}");
+    }
+}
+
+/// Every CUDA entry point (map, row reduction, short-row reduction, matmul)
+/// waits for the kernel before it first: the backend launches them with
+/// programmatic dependent launch, and a kernel without the wait could read
+/// its input before the previous kernel has written it.
+#[test]
+fn every_cuda_entry_waits_for_the_previous_kernel_first() {
+    let x = rows(64, 96);
+    let cases = [
+        x.relu().unwrap(),
+        x.softmax(-1).unwrap(),
+        rows(4096, 3).sum(&[1], false).unwrap(),
+        x.matmul(&x.transpose(0, 1).unwrap()).unwrap(),
+    ];
+    for t in &cases {
+        for src in cuda_sources(t) {
+            let body = src
+                .split_once("__global__")
+                .and_then(|(_, rest)| rest.split_once('{'))
+                .map(|(_, body)| body.trim_start())
+                .expect("an entry point");
+            assert!(
+                body.starts_with(
+                    "#if __CUDA_ARCH__ >= 900\n    asm volatile(\"griddepcontrol.wait;\""
+                ),
+                "{src}"
+            );
+        }
     }
 }

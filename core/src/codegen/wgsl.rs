@@ -110,7 +110,7 @@ impl Wgsl {
         let threads = (numel as u64).div_ceil(per as u64);
         let dispatch = Self::groups_2d(threads.div_ceil(MAP_WG as u64));
         let row = dispatch[0] as u64 * MAP_WG as u64;
-        let mut s = format!("@compute @workgroup_size({MAP_WG})\nfn {name}(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}", self.touch());
+        let mut s = format!("@compute @workgroup_size({MAP_WG})\nfn {name}(@builtin(global_invocation_id) gid: vec3<u32>) {{\n{}", self.prologue());
         s.push_str(&format!("    let t = gid.y * {row}u + gid.x;\n    if (t >= {threads}u) {{\n        return;\n    }}\n"));
         s.push_str(&format!(
             "    var word = 0u;\n    for (var j = 0u; j < {per}u; j = j + 1u) {{\n        let e = t * {per}u + j;\n        if (e < {numel}u) {{\n            word = word | ({} << (j * {width}u));\n        }}\n    }}\n    fg_out[t] = word;\n}}\n",
@@ -166,7 +166,8 @@ impl Wgsl {
     /// A non-packed output element in its storage type.
     fn store_plain(d: DType, v: &str) -> String {
         if d == DType::F16 {
-            format!("f16({v})")
+            // Rounded first, so the conversion is exact (see `round_f16`).
+            format!("f16(fg_round_f16({v}))")
         } else {
             v.to_string()
         }
@@ -252,8 +253,18 @@ impl Lang for Wgsl {
         format!("clamp({v}, {}, {})", self.lit_i32(lo), self.lit_i32(hi))
     }
 
+    /// Through `fg_round_f16`: WGSL lets `f16(x)` round either way when x
+    /// lies between two halves, and NVIDIA's Vulkan driver does not round
+    /// to nearest, which put f16 results several ulp from the reference.
+    /// As CUDA (see `row_cache`): with wgpu's index checks off (Vulkan,
+    /// see `backend/wgpu/pipelines.rs`) the driver keeps the array in
+    /// registers; with them on, each access clamps its index first.
+    fn row_cache_items(&self) -> usize {
+        16
+    }
+
     fn round_f16(&self, v: &str) -> String {
-        format!("f32(f16({v}))")
+        format!("fg_round_f16({v})")
     }
 
     fn math(&self, f: &str, _d: DType) -> String {
@@ -497,6 +508,21 @@ impl Lang for Wgsl {
                     "    return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;\n",
                     "}\n"
                 ),
+                // To the nearest f16 (ties to even), as an f32: NaN as is
+                // (found from its bits: a driver may fold `x != x` to false),
+                // past the largest half to infinity, subnormal halves in
+                // steps of 2^-24 (`round` ties to even), normal ones by
+                // rounding the 13 low mantissa bits away.
+                "fg_round_f16" => concat!(
+                    "fn fg_round_f16(x: f32) -> f32 {\n",
+                    "    let b = bitcast<u32>(x);\n",
+                    "    let m = b & 0x7fffffffu;\n",
+                    "    if (m > 0x7f800000u) {\n        return x;\n    }\n",
+                    "    if (m >= 0x477ff000u) {\n        return bitcast<f32>((b & 0x80000000u) | 0x7f800000u);\n    }\n",
+                    "    if (m < 0x38800000u) {\n        return round(x * 16777216.0) * 5.9604644775390625e-8;\n    }\n",
+                    "    return bitcast<f32>((b + 0xfffu + ((b >> 13u) & 1u)) & 0xffffe000u);\n",
+                    "}\n"
+                ),
                 "fg_round_bf16" => "fn fg_round_bf16(x: f32) -> f32 {\n    return bitcast<f32>(fg_bf16_bits(x) << 16u);\n}\n",
                 // core/src/rng.rs, operation for operation, so draws match the CPU.
                 "fg_pcg_hash" => concat!(
@@ -521,11 +547,14 @@ impl Lang for Wgsl {
     }
 
     fn io_helpers(&self) -> Vec<&'static str> {
+        let mut h = Vec::new();
         if self.out == DType::BF16 {
-            vec!["fg_bf16_bits"]
-        } else {
-            vec![]
+            h.push("fg_bf16_bits");
         }
+        if self.f16 {
+            h.push("fg_round_f16");
+        }
+        h
     }
 
     fn load_fns(&self) -> String {
@@ -577,7 +606,7 @@ impl Lang for Wgsl {
         let dispatch = Self::groups_2d(groups);
         let mut s = format!(
             "@compute @workgroup_size({MAP_WG})\nfn {name}(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {{\n{}",
-            self.touch()
+            self.prologue()
         );
         s.push_str(&format!(
             "    let b = (wid.y * {}u + wid.x) * {chunk}u + lid.x;\n    if (b + {}u < {numel}u) {{\n",
@@ -651,7 +680,7 @@ impl Lang for Wgsl {
         128
     }
 
-    fn touch(&self) -> String {
+    fn prologue(&self) -> String {
         (0..self.args.len())
             .map(|i| format!("    _ = arrayLength(&fg_a{i});\n"))
             .collect()

@@ -23,6 +23,8 @@ pub(crate) struct Launch {
     pub(crate) name: String,
     /// Parameters the kernel takes (args, then the output).
     pub(crate) params: usize,
+    /// Launch with programmatic stream serialization (see [`pdl_enabled`]).
+    pub(crate) pdl: bool,
 }
 
 // SAFETY: a CUfunction is an immutable handle that the driver lets any
@@ -41,6 +43,7 @@ pub(crate) struct KernelCache {
     maps: Mutex<Maps>,
     arch: u32,
     device: String,
+    pdl: bool,
 }
 
 /// Entries kept by address at most before that map starts over (schedules
@@ -53,6 +56,7 @@ impl KernelCache {
             maps: Mutex::new(Maps::default()),
             arch,
             device,
+            pdl: pdl_enabled(arch),
         }
     }
 
@@ -90,10 +94,21 @@ impl KernelCache {
             block: r.workgroup_size,
             name: r.name,
             params: r.bindings.len(),
+            pdl: self.pdl,
         });
         self.maps().by_hash.insert(h, launch.clone());
         Ok(launch)
     }
+}
+
+/// Whether generated kernels launch with programmatic dependent launch:
+/// on sm_90 and later (where their prologue waits for the kernel before
+/// them, see `codegen/cuda.rs`) unless `FUSEGRAPH_PDL=0`. A launch may then
+/// begin while the previous kernel on the stream runs; in a captured graph
+/// the edge between the two becomes a programmatic one, which is what takes
+/// the gap between small dependent kernels below a microsecond.
+pub(crate) fn pdl_enabled(arch: u32) -> bool {
+    arch >= 90 && std::env::var("FUSEGRAPH_PDL").map_or(true, |v| v != "0")
 }
 
 /// Loads a CUBIN and finds `entry` in it.
@@ -147,6 +162,10 @@ pub(crate) fn launch(
     for (slot, p) in params.iter_mut().zip(ptrs.iter_mut()) {
         *slot = p as *mut sys::CUdeviceptr as *mut c_void;
     }
+    if l.pdl {
+        return launch_programmatic(l, params, stream)
+            .map_err(|e| error::driver("cuda launch", device, e));
+    }
     // SAFETY: the function takes exactly these pointer parameters (checked
     // above); each points into a buffer sized for the kernel's accesses.
     unsafe {
@@ -160,6 +179,40 @@ pub(crate) fn launch(
         )
     }
     .map_err(|e| error::driver("cuda launch", device, e))
+}
+
+/// `cuLaunchKernelEx` with the programmatic-stream-serialization attribute.
+fn launch_programmatic(
+    l: &Launch,
+    params: &mut [*mut c_void],
+    stream: sys::CUstream,
+) -> std::result::Result<(), result::DriverError> {
+    // SAFETY: an all-zero launch attribute value is valid (a union of plain
+    // integers and structs of them); the field is then set explicitly.
+    let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+    value.programmaticStreamSerializationAllowed = 1;
+    let mut attr = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+        pad: [0; 4],
+        value,
+    };
+    let config = sys::CUlaunchConfig {
+        gridDimX: l.grid[0],
+        gridDimY: l.grid[1],
+        gridDimZ: l.grid[2],
+        blockDimX: l.block[0],
+        blockDimY: l.block[1],
+        blockDimZ: l.block[2],
+        sharedMemBytes: 0,
+        hStream: stream,
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    // SAFETY: as in `launch`: the parameters match the function (checked by
+    // the caller) and `config` and `attr` outlive the call.
+    unsafe {
+        sys::cuLaunchKernelEx(&config, l.func, params.as_mut_ptr(), std::ptr::null_mut()).result()
+    }
 }
 
 /// The floor under eager dispatch: the host time of one bare launch of
