@@ -124,7 +124,7 @@ impl CudaBackend {
             ctx,
             stream,
             pool,
-            kernels: KernelCache::new(arch, dev),
+            kernels: KernelCache::new(arch, dev, sms),
             blas,
             dnn,
             lock: Mutex::new(()),
