@@ -303,3 +303,21 @@ pub fn launch_floor(
     be.sync_stream()?;
     Ok(per)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Pdl;
+
+    #[test]
+    fn programmatic_launch_is_for_grids_of_one_wave_of_blocks() {
+        let small = Pdl::Small(132);
+        assert!(small.allows([1, 1, 1]));
+        assert!(small.allows([66, 2, 1]));
+        assert!(!small.allows([133, 1, 1]));
+        assert!(!small.allows([65_535, 2, 1]));
+        assert!(Pdl::All.allows([65_535, 65_535, 1]));
+        assert!(!Pdl::Off.allows([1, 1, 1]));
+        // Before sm_90 the prologue compiles to nothing, so nothing may launch early.
+        assert!(matches!(Pdl::from_env(89, 132), Pdl::Off));
+    }
+}
