@@ -1056,8 +1056,9 @@ impl<L: Lang> Renderer<'_, L> {
         };
         // Loads that several passes read stay in registers (`row_cache`).
         // wasm builds leave the planning out (it counts against their size
-        // budget): a browser's WebGPU keeps its bounds checks on private
-        // arrays, which would put the row in memory anyway.
+        // budget): a browser's WebGPU keeps its index checks on private
+        // arrays, whose clamps would likely keep the row out of registers
+        // (not measured; see `backend/wgpu/pipelines.rs`).
         let folds = self.l.row_cache_items() > 0 && !serial;
         let plans = folds && !cfg!(target_arch = "wasm32");
         let cache = if plans && red.stages.iter().all(|s| s.op != ReduceOp::ArgMax) {

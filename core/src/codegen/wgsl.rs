@@ -253,9 +253,6 @@ impl Lang for Wgsl {
         format!("clamp({v}, {}, {})", self.lit_i32(lo), self.lit_i32(hi))
     }
 
-    /// Through `fg_round_f16`: WGSL lets `f16(x)` round either way when x
-    /// lies between two halves, and NVIDIA's Vulkan driver does not round
-    /// to nearest, which put f16 results several ulp from the reference.
     /// As CUDA (see `row_cache`): with wgpu's index checks off (Vulkan,
     /// see `backend/wgpu/pipelines.rs`) the driver keeps the array in
     /// registers; with them on, each access clamps its index first.
@@ -263,6 +260,9 @@ impl Lang for Wgsl {
         16
     }
 
+    /// Through `fg_round_f16`: WGSL lets `f16(x)` round either way when x
+    /// lies between two halves, and NVIDIA's Vulkan driver does not round
+    /// to nearest, which put f16 results several ulp from the reference.
     fn round_f16(&self, v: &str) -> String {
         format!("fg_round_f16({v})")
     }
