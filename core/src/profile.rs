@@ -30,7 +30,8 @@
 //! [`Record::thread`] (see [`thread_id`]) to keep one thread's.
 //!
 //! A kernel is timed on the thread that launched it, around the whole
-//! kernel (its parallel work included). On `wasm32` there is no clock
+//! kernel (its parallel work included); the wgpu backend records the GPU's
+//! own time from timestamp queries where the adapter has them. On `wasm32` there is no clock
 //! (`std::time::Instant` panics there): kernels are still recorded, with
 //! zero start and duration.
 
@@ -411,6 +412,24 @@ pub fn time_kernel<T>(kernel: &Kernel, f: impl FnOnce() -> T) -> T {
     let dur = now_ns().saturating_sub(start);
     record(kernel, start, dur);
     out
+}
+
+/// Like [`time_kernel`], for a launch that can measure itself: `f` returns
+/// the device's own duration of the kernel in nanoseconds (GPU timestamps)
+/// or `None`, and that duration is recorded instead of the host's time
+/// around `f` when present.
+pub fn time_kernel_measured<E>(
+    kernel: &Kernel,
+    f: impl FnOnce() -> std::result::Result<Option<u64>, E>,
+) -> std::result::Result<(), E> {
+    if !enabled() {
+        return f().map(|_| ());
+    }
+    let start = now_ns();
+    let measured = f()?;
+    let wall = now_ns().saturating_sub(start);
+    record(kernel, start, measured.unwrap_or(wall));
+    Ok(())
 }
 
 #[cold]

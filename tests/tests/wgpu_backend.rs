@@ -231,3 +231,30 @@ fn dispatches_past_65535_workgroups_cover_every_element() -> Result<()> {
     )?;
     Ok(())
 }
+
+#[test]
+fn the_profiler_records_each_kernels_gpu_time() -> Result<()> {
+    let (d, be) = dev!();
+    let x = randn(&[512, 512], 7, DType::F32, &d)?;
+    let w = randn(&[512, 512], 8, DType::F32, &d)?;
+    // Three kernels: the matmul, the row softmax, and a full sum.
+    let y = x.matmul(&w)?.softmax(-1)?.sum(&[], false)?;
+    let scope = fusegraph_core::profile::Scope::start();
+    let start = std::time::Instant::now();
+    y.realize()?;
+    fusegraph_core::synchronize(d)?;
+    let wall = start.elapsed().as_nanos() as u64;
+    let report = scope.finish();
+    let kinds: Vec<&str> = report.records.iter().map(|r| r.kind).collect();
+    assert!(kinds.contains(&"matmul") && kinds.len() >= 2, "{kinds:?}");
+    assert!(report.records.iter().all(|r| r.dur_ns > 0), "{report:?}");
+    // With timestamp queries each duration is the GPU's, which excludes
+    // the host's submission and wait: the sum stays under the wall time.
+    eprintln!(
+        "timestamps: {}; kernels {} ns of {wall} ns wall",
+        be.details().timestamps,
+        report.total_ns()
+    );
+    assert!(report.total_ns() <= wall);
+    Ok(())
+}

@@ -60,10 +60,11 @@ impl Gpu {
         // Only what the renderer uses: f16 arithmetic and, natively,
         // subgroup operations when present. In the browser the WGSL goes to
         // the browser's own compiler, whose subgroup builtins lag naga's.
+        // Timestamp queries (native) time kernels for the profiler.
         let wanted = if cfg!(target_arch = "wasm32") {
             wgpu::Features::SHADER_F16
         } else {
-            wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP
+            wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY
         };
         let features = adapter.features() & wanted;
         let (device, queue) = adapter

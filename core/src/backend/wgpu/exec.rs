@@ -2,8 +2,9 @@
 //! cache, every planned slot from the pool, one bind group per step, and all
 //! dispatches in one compute pass of one submission (the queue orders them;
 //! wgpu inserts the barriers between dispatches that share buffers). With
-//! the profiler on, each kernel is submitted and waited for on its own so
-//! its time is the GPU's.
+//! the profiler on, each kernel is submitted and waited for on its own and
+//! timed by GPU timestamps where the adapter has them (else by the host
+//! clock around the submission and the wait).
 
 use std::num::NonZeroU64;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::schedule::kernel::Body;
 use crate::schedule::plan::{BufRef, Schedule};
 
 use super::pool::WgpuBuffer;
+use super::timer::PassTimer;
 use super::transfer::device_bytes;
 #[cfg(not(target_arch = "wasm32"))]
 use super::transfer::{from_bytes, read_blocking};
@@ -148,7 +150,7 @@ pub(crate) fn execute(
         pass.set_bind_group(0, group, &[]);
         pass.dispatch_workgroups(d[0], d[1], d[2]);
     };
-    let submit = |range: std::ops::Range<usize>| {
+    let submit = |range: std::ops::Range<usize>, timer: Option<&PassTimer>| {
         if range.is_empty() {
             return Ok(());
         }
@@ -161,20 +163,32 @@ pub(crate) fn execute(
             {
                 let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("fusegraph"),
-                    timestamp_writes: None,
+                    timestamp_writes: timer.map(PassTimer::writes),
                 });
                 for i in range {
                     record(&mut pass, i);
                 }
             }
+            if let Some(t) = timer {
+                t.resolve(&mut enc);
+            }
             gpu.queue.submit([enc.finish()]);
         })
     };
     if crate::profile::enabled() {
+        #[cfg(not(target_arch = "wasm32"))]
+        let timer = PassTimer::new(gpu);
+        #[cfg(target_arch = "wasm32")]
+        let timer: Option<PassTimer> = None;
         for (i, step) in s.steps.iter().enumerate() {
-            crate::profile::time_kernel(&step.kernel, || {
-                submit(i..i + 1)?;
-                gpu.wait("execute")
+            crate::profile::time_kernel_measured(&step.kernel, || {
+                submit(i..i + 1, timer.as_ref())?;
+                gpu.wait("execute")?;
+                #[cfg(not(target_arch = "wasm32"))]
+                if let Some(t) = &timer {
+                    return t.read_ns(gpu).map(Some);
+                }
+                Ok(None)
             })?;
         }
     } else {
@@ -185,7 +199,7 @@ pub(crate) fn execute(
         for (i, step) in s.steps.iter().enumerate() {
             if let (Body::Index(ix), Some(arg)) = (&step.kernel.body, step.args.get(1)) {
                 if step.kernel.out_numel() > 0 {
-                    submit(from..i)?;
+                    submit(from..i, None)?;
                     from = i;
                     let idx = match arg {
                         BufRef::Leaf(l) => leaves
@@ -203,7 +217,7 @@ pub(crate) fn execute(
                 }
             }
         }
-        submit(from..s.steps.len())?;
+        submit(from..s.steps.len(), None)?;
     }
     let mut slots: Vec<Option<WgpuBuffer>> = slots.into_iter().map(Some).collect();
     let mut pinned: Vec<Option<Arc<Storage>>> = vec![None; slots.len()];

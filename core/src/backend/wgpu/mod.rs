@@ -31,6 +31,7 @@ mod context;
 mod exec;
 mod pipelines;
 mod pool;
+mod timer;
 mod transfer;
 
 use std::sync::{Arc, Mutex};
@@ -75,6 +76,8 @@ pub struct AdapterDetails {
     pub subgroups: bool,
     /// The adapter's subgroup sizes, smallest and largest.
     pub subgroup_sizes: (u32, u32),
+    /// Timestamp queries: the profiler records the GPU's own kernel times.
+    pub timestamps: bool,
     pub max_storage_buffers_per_shader_stage: u32,
     pub max_storage_buffer_binding_size: u64,
     pub max_buffer_size: u64,
@@ -117,6 +120,7 @@ impl WgpuBackend {
             shader_f16: self.gpu.has_f16(),
             subgroups: self.gpu.has_subgroups(),
             subgroup_sizes: (i.subgroup_min_size, i.subgroup_max_size),
+            timestamps: self.gpu.features.contains(wgpu::Features::TIMESTAMP_QUERY),
             max_storage_buffers_per_shader_stage: l.max_storage_buffers_per_shader_stage,
             max_storage_buffer_binding_size: l.max_storage_buffer_binding_size,
             max_buffer_size: l.max_buffer_size,
