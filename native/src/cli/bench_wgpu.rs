@@ -56,6 +56,36 @@ fn kernel_time(build: &Build, reps: usize) -> Result<Stats> {
     Ok(stats_of(1, runs))
 }
 
+/// Seconds of load before the first timing on a real GPU. Under Vulkan the
+/// NVIDIA driver raises the clocks only after sustained work: on H100s the
+/// softmax row kernel ran at 0.11-0.12 ms GPU time for the first 15-25 s
+/// of a run and at 0.052 ms after (the copy, bound by memory, moved far
+/// less), whatever ran first. Without this, the first cases were timed on
+/// a GPU still climbing, and the peers, timed later, on a warm one.
+const GPU_WARMUP_S: f64 = 30.0;
+
+/// Keeps the GPU busy with `probe` (realized back to back, one synchronize
+/// per batch) for `seconds`; returns the probe's time per op in the first
+/// and in the last batch, so the run records how far the clocks moved.
+fn warm_clocks(probe: &Build, seconds: f64) -> Result<Value> {
+    let start = std::time::Instant::now();
+    let mut batches: Vec<f64> = Vec::new();
+    while start.elapsed().as_secs_f64() < seconds {
+        let t = std::time::Instant::now();
+        for _ in 0..PIPELINE {
+            probe()?.realize()?;
+        }
+        synchronize(Device::Wgpu)?;
+        batches.push(t.elapsed().as_secs_f64() / PIPELINE as f64);
+    }
+    Ok(json!({
+        "seconds": start.elapsed().as_secs_f64(),
+        "batches": batches.len(),
+        "first_batch_s_per_op": batches.first(),
+        "last_batch_s_per_op": batches.last(),
+    }))
+}
+
 fn on_gpu(shape: &[usize], seed: u64) -> Result<Tensor> {
     let t = input(shape, seed)?.to_device(&Device::Wgpu)?;
     t.realize()?;
@@ -181,6 +211,17 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
     let mut results = Vec::new();
     let mut all_ok = true;
     let cases = cases(quick)?;
+    // The softmax is the probe: of the cases, it moved most with the clocks.
+    let probe = cases.iter().find(|c| c.name.starts_with("softmax"));
+    let warm = match probe {
+        Some(c) if !quick && details.device_type != "Cpu" => {
+            eprintln!("warming the GPU's clocks for {GPU_WARMUP_S} s");
+            let w = warm_clocks(&c.build, GPU_WARMUP_S)?;
+            eprintln!("clock warm-up: {w}");
+            w
+        }
+        _ => Value::Null,
+    };
     let progress = Progress::new("wgpu", cases.len());
     for case in cases {
         progress.start(case.name);
@@ -277,7 +318,8 @@ pub fn run(out: &Path, quick: bool) -> Result<bool> {
     let doc = json!({
         "suite": "wgpu",
         "quick": quick,
-        "timing": format!("stats: end-to-end per op (build the lazy graph, realize, synchronize(Device::Wgpu)); {warmup} warm-up runs, then the reps listed; median, p10, p90. pipelined: {PIPELINE} realizations back to back then one synchronize, per op. gpu_time: the kernels' own GPU time from timestamp queries (each kernel submitted on its own, times summed per realization), median after one warm-up; null without timestamp queries"),
+        "timing": format!("after {GPU_WARMUP_S} s of load on a GPU (clock_warmup), stats: end-to-end per op (build the lazy graph, realize, synchronize(Device::Wgpu)); {warmup} warm-up runs, then the reps listed; median, p10, p90. pipelined: {PIPELINE} realizations back to back then one synchronize, per op. gpu_time: the kernels' own GPU time from timestamp queries (each kernel submitted on its own, times summed per realization), median after one warm-up; null without timestamp queries"),
+        "clock_warmup": warm,
         "adapter": {
             "name": details.name,
             "backend": details.backend,

@@ -2,7 +2,8 @@
 //! steps, outputs, the profiler hook) with device buffers from the caching
 //! allocator, matmuls through cuBLASLt and everything else as generated
 //! kernels. Nothing here waits for the device, except that the profiler,
-//! when on, synchronizes after each kernel so its times are real.
+//! when on, times each kernel between two CUDA events and waits for the
+//! second, so its times are the GPU's own.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use fusegraph_core::{Device, Error, Result};
 use super::alloc::CudaBuffer;
 use super::backend::{nbytes, CudaBackend};
 use super::blas::Blas;
+use super::event_timer::EventTimer;
 use super::kernels::launch;
 
 /// Launches one kernel; `ptrs` are its arguments followed by its output.
@@ -91,6 +93,11 @@ pub(crate) fn execute(
     let leaf_ptrs: Vec<u64> = leaves.iter().map(|l| be.ptr_of(l)).collect::<Result<_>>()?;
     let mut slots: Vec<Option<CudaBuffer>> = (0..s.plan.slots.len()).map(|_| None).collect();
     let profiling = fusegraph_core::profile::enabled() && !be.capturing.load(Ordering::Relaxed);
+    let timer = if profiling {
+        Some(EventTimer::new(&be.name)?)
+    } else {
+        None
+    };
     let mut ptrs: Vec<u64> = Vec::with_capacity(8);
     for step in &s.steps {
         let info = s
@@ -118,13 +125,16 @@ pub(crate) fn execute(
                 check_indices(be, &step.kernel, ix, ptrs[1])?;
             }
         }
-        fusegraph_core::profile::time_kernel(&step.kernel, || {
-            run_kernel(be, &step.kernel, &mut ptrs)?;
-            if profiling {
-                be.sync_stream()?;
-            }
-            Ok::<(), Error>(())
-        })?;
+        match &timer {
+            Some(t) => fusegraph_core::profile::time_kernel_measured(&step.kernel, || {
+                t.time(be.cu_stream(), || run_kernel(be, &step.kernel, &mut ptrs))
+                    .map(Some)
+            })?,
+            // Inside a capture the profiler records the launch alone.
+            None => fusegraph_core::profile::time_kernel(&step.kernel, || {
+                run_kernel(be, &step.kernel, &mut ptrs)
+            })?,
+        }
     }
     let device = Device::Cuda(be.ordinal);
     let mut done: Vec<Option<Arc<Storage>>> = vec![None; slots.len()];

@@ -43,6 +43,7 @@ mod blas;
 mod copy_stream;
 mod dnn;
 mod error;
+mod event_timer;
 mod exec;
 pub mod gemm_plan;
 mod graph;
