@@ -247,7 +247,7 @@ def wgpu_section(d):
         "## wgpu (Vulkan) on the GPU machine",
         f"Adapter: {ad if isinstance(ad, str) else json.dumps(ad)}.",
         "End to end: build, realize and wait, one op at a time. Pipelined: ten realizations back to back, "
-        "one wait, per op (this still holds wgpu's per-submission host work, 25-40 µs per op on these hosts). "
+        "one wait, per op (this still holds wgpu's per-submission host work, 20-40 µs per op on these hosts). "
         "GPU time: the kernels' own time from timestamp queries, the figure to set beside a peer's CUDA-event time. "
         "TFLOP/s and the first GB/s are of the pipelined time. Each case ran after 1 s of back-to-back load "
         "(the Vulkan driver lowers the clocks while the host checks the previous case).",
