@@ -303,3 +303,31 @@ pub fn available(backend: &str, device: Option<Device>) -> Option<Device> {
     }
     device
 }
+
+/// Realizes `t` on `dev` inside a profiling scope and checks what a GPU
+/// backend's profiler records: the kernels this thread ran (scopes see
+/// every thread's), each with a positive duration, all of them together
+/// inside the wall time of the realize and the wait. Returns their kinds.
+pub fn check_profiled_kernels(dev: Device, t: &Tensor) -> Result<Vec<&'static str>> {
+    let scope = fusegraph_core::profile::Scope::start();
+    let start = std::time::Instant::now();
+    t.realize()?;
+    fusegraph_core::synchronize(dev)?;
+    let wall = start.elapsed().as_nanos() as u64;
+    let me = fusegraph_core::profile::thread_id();
+    let mine: Vec<_> = scope
+        .finish()
+        .records
+        .into_iter()
+        .filter(|r| r.thread == me)
+        .collect();
+    let kinds: Vec<&'static str> = mine.iter().map(|r| r.kind).collect();
+    assert!(mine.iter().all(|r| r.dur_ns > 0), "{mine:?}");
+    let total: u64 = mine.iter().map(|r| r.dur_ns).sum();
+    eprintln!("kernels {total} ns of {wall} ns wall: {kinds:?}");
+    assert!(
+        total <= wall,
+        "kernel times {total} ns exceed the wall time {wall} ns"
+    );
+    Ok(kinds)
+}
