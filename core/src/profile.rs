@@ -30,10 +30,10 @@
 //! [`Record::thread`] (see [`thread_id`]) to keep one thread's.
 //!
 //! A kernel is timed on the thread that launched it, around the whole
-//! kernel (its parallel work included); the wgpu backend records the GPU's
-//! own time from timestamp queries where the adapter has them. On `wasm32` there is no clock
-//! (`std::time::Instant` panics there): kernels are still recorded, with
-//! zero start and duration.
+//! kernel (its parallel work included); GPU backends record the GPU's own
+//! time instead where they can (wgpu: timestamp queries; CUDA: events).
+//! On `wasm32` there is no clock (`std::time::Instant` panics there):
+//! kernels are still recorded, with zero start and duration.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
