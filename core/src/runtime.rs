@@ -2,7 +2,9 @@
 //! structure up in the schedule cache (or run the passes and schedule it),
 //! execute, and record the results in the tensors' nodes.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -46,7 +48,7 @@ fn cache() -> &'static Mutex<Cache> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     CACHE.get_or_init(|| {
         Mutex::new(Cache {
-            kept: HashMap::new(),
+            kept: HashMap::default(),
             kept_len: 0,
             // Allocated once at its full size: the ring never regrows.
             fresh: VecDeque::with_capacity(FRESH_CAPACITY),
@@ -199,7 +201,15 @@ pub fn realize(tensors: &[Tensor]) -> Result<()> {
     let Some(device) = pending_device(tensors)? else {
         return Ok(());
     };
-    realize_on(tensors, device, &limits_for(device)?)
+    match device {
+        Device::Cpu | Device::Auto => realize_on(tensors, device, &limits_for(device)?),
+        // One registry lookup serves the limits and the launch (an eager
+        // op's whole host budget is a few microseconds).
+        gpu => {
+            let backend = crate::backend::get(gpu)?;
+            realize_on_backend(tensors, device, &backend.limits(), Some(&*backend))
+        }
+    }
 }
 
 /// Computes `tensors` with explicit limits (e.g. fusion off for
@@ -237,6 +247,17 @@ fn pending_device(tensors: &[Tensor]) -> Result<Option<Device>> {
 }
 
 fn realize_on(tensors: &[Tensor], device: Device, limits: &Limits) -> Result<()> {
+    realize_on_backend(tensors, device, limits, None)
+}
+
+/// [`realize_on`] with the GPU backend already looked up (`None`: look it
+/// up when needed).
+fn realize_on_backend(
+    tensors: &[Tensor],
+    device: Device,
+    limits: &Limits,
+    backend: Option<&dyn crate::backend::Backend>,
+) -> Result<()> {
     let pending: Vec<_> = tensors
         .iter()
         .filter(|t| !t.is_realized())
@@ -259,7 +280,10 @@ fn realize_on(tensors: &[Tensor], device: Device, limits: &Limits) -> Result<()>
     let results = match device {
         Device::Cpu => execute(&compiled.schedule, &w.leaf_storage)?,
         Device::Auto => execute_auto(&w, &compiled.schedule)?,
-        gpu => crate::backend::get(gpu)?.execute(&compiled.schedule, &w.leaf_storage)?,
+        gpu => match backend {
+            Some(b) => b.execute(&compiled.schedule, &w.leaf_storage)?,
+            None => crate::backend::get(gpu)?.execute(&compiled.schedule, &w.leaf_storage)?,
+        },
     };
     for (node, storage) in pending.iter().zip(results) {
         node.set_ready(storage);

@@ -43,7 +43,7 @@ pub struct Walked {
 /// does not overflow the stack.
 pub fn walk(outputs: &[Arc<Node>]) -> Walked {
     // Sized for typical graphs so the walk does not regrow its vectors.
-    const TYPICAL: usize = 64;
+    const TYPICAL: usize = 8;
     let mut w = Walked {
         nodes: Vec::with_capacity(TYPICAL),
         inputs: Vec::with_capacity(TYPICAL),

@@ -5,6 +5,7 @@
 //! ([`Backend::decompose`](crate::backend::Backend::decompose)); otherwise
 //! the matrices go through the host (faer).
 
+use super::svd_refine::{refine, REFINE_STEPS};
 use super::Tensor;
 use crate::auto;
 use crate::backend::cpu::decomp::{decompose, Decomposition};
@@ -42,15 +43,40 @@ impl Tensor {
     /// The thin SVD `self = U diag(S) Vᵀ` of a `[.., m, n]` tensor: `U` is
     /// `[.., m, k]`, `S` is `[.., k]` (descending, non-negative), `Vᵀ` is
     /// `[.., k, n]`, `k = min(m, n)` (`torch.linalg.svd(full_matrices=False)`).
+    ///
+    /// An f32 SVD computed by a GPU's solver is refined once more in f64 on
+    /// the device (see `svd_refine.rs`), so its factors are as accurate as
+    /// the CPU's.
     pub fn svd(&self) -> Result<(Tensor, Tensor, Tensor)> {
-        let mut f = self.decompose(Decomposition::Svd)?.into_iter();
-        match (f.next(), f.next(), f.next()) {
-            (Some(u), Some(s), Some(vt)) => Ok((u, s, vt)),
-            _ => Err(missing("svd")),
+        let (factors, on_device) = self.decompose_where(Decomposition::Svd)?;
+        let mut f = factors.into_iter();
+        let (u, s, vt) = match (f.next(), f.next(), f.next()) {
+            (Some(u), Some(s), Some(vt)) => (u, s, vt),
+            _ => return Err(missing("svd")),
+        };
+        if !(on_device && self.dtype() == DType::F32) {
+            return Ok((u, s, vt));
         }
+        let wide = |t: &Tensor| t.cast(DType::F64);
+        let a = wide(self)?;
+        let (mut u, mut s, mut vt) = (wide(&u)?, s, wide(&vt)?);
+        for _ in 0..REFINE_STEPS {
+            (u, s, vt) = refine(&a, &u, &vt)?;
+        }
+        let narrow = |t: &Tensor| -> Result<Tensor> {
+            let t = t.cast(DType::F32)?;
+            t.realize()?;
+            Ok(t)
+        };
+        Ok((narrow(&u)?, narrow(&s)?, narrow(&vt)?))
     }
 
     fn decompose(&self, kind: Decomposition) -> Result<Vec<Tensor>> {
+        Ok(self.decompose_where(kind)?.0)
+    }
+
+    /// The factors, and whether a device solver computed them.
+    fn decompose_where(&self, kind: Decomposition) -> Result<(Vec<Tensor>, bool)> {
         let op = kind.name();
         if self.rank() < 2 {
             return Err(Error::RankTooLow {
@@ -80,7 +106,10 @@ impl Tensor {
             .map(|s| batch_shape.iter().copied().chain(s).collect())
             .collect();
         if let Some(factors) = self.decompose_on_device(kind, batch, m, n)? {
-            return self.factors_from_lapack(kind, factors, batch_shape, m, n);
+            return Ok((
+                self.factors_from_lapack(kind, factors, batch_shape, m, n)?,
+                true,
+            ));
         }
         let factors = match self.dtype() {
             DType::F32 => wrap(
@@ -95,7 +124,7 @@ impl Tensor {
             )?,
             dtype => return Err(unsupported(op, dtype)),
         };
-        Ok(factors)
+        Ok((factors, false))
     }
 }
 

@@ -19,6 +19,7 @@ mod interop;
 mod linalg;
 mod nn;
 mod reduce;
+mod svd_refine;
 mod view;
 
 use std::sync::Arc;

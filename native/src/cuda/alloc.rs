@@ -8,7 +8,7 @@
 //! own list instead: the graph replays into them later, so nothing outside
 //! the graph may take them until the graph is dropped.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{result, sys};

@@ -4,7 +4,7 @@
 //! launch without hashing), then by `codegen::kernel_hash` (the same kernel
 //! in another schedule).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::ffi::{c_void, CString};
 use std::sync::{Arc, Mutex};
 
