@@ -248,6 +248,60 @@ mod tests {
         }
     }
 
+    /// A half-precision input with 3 channels is padded to 8 for the
+    /// native pass (tensor cores); values and gradients, sliced back to 3
+    /// channels, are those of the unpadded passes on the same values (zero
+    /// channels add exact zeros, so they agree to the last bit).
+    #[test]
+    fn half_precision_inputs_pad_channels_without_changing_results() {
+        let opts = Conv2dOptions::default().padding(1).layout(DataLayout::Nhwc);
+        let geometry = ConvGeometry {
+            stride: [1, 1],
+            padding: [1, 1],
+            dilation: [1, 1],
+        };
+        let bf16 = |t: Tensor| t.cast(DType::BF16).expect("bf16");
+        let x = bf16(randn(&[2, 5, 4, 3], 61)).requires_grad();
+        let w = bf16(randn(&[6, 3, 3, 3], 62)).requires_grad();
+        let r = bf16(randn(&[2, 5, 4, 6], 63));
+        let y = x.conv2d_as(&w, None, opts, true).expect("conv2d");
+        let loss = y.mul(&r).expect("mul").sum(&[], false).expect("sum");
+        let g = autograd::grad(&loss, &[&x, &w]).expect("grad");
+        // The same passes without padding; the weight as [O, KH, KW, C].
+        let w_nhwc = w.permute(&[0, 2, 3, 1]).expect("permute");
+        let y_ref = pass(ConvPass::Forward, geometry, &x, &w_nhwc, [2, 5, 4, 6]).expect("fwd");
+        let dx_ref = pass(ConvPass::BackwardData, geometry, &r, &w_nhwc, [2, 5, 4, 3]).expect("dx");
+        let dw_ref = pass(ConvPass::BackwardFilter, geometry, &x, &r, [6, 3, 3, 3])
+            .and_then(|d| d.permute(&[0, 3, 1, 2]))
+            .expect("dw");
+        assert_eq!(
+            (g[0].shape(), g[1].shape()),
+            (&[2, 5, 4, 3][..], &[6, 3, 3, 3][..])
+        );
+        for (what, a, b) in [
+            ("y", &y, &y_ref),
+            ("dx", &g[0], &dx_ref),
+            ("dw", &g[1], &dw_ref),
+        ] {
+            let (a, b) = (a.to_vec_f64().expect("a"), b.to_vec_f64().expect("b"));
+            assert_eq!(a.len(), b.len(), "{what}: lengths");
+            for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+                // One bf16 rounding apart at most (2^-8 of the value).
+                assert!(
+                    (p - q).abs() <= 2f64.powi(-8) * q.abs(),
+                    "{what}[{i}]: padded {p} vs {q}"
+                );
+            }
+        }
+        let (xp, wp) = crate::nn::conv::pad_channels_for_tensor_cores(&x, &w_nhwc).expect("pad");
+        assert_eq!((xp.shape()[3], wp.shape()[3]), (8, 8));
+        let padding = xp.narrow(3, 3, 5).expect("n").to_vec_f64().expect("v");
+        assert!(
+            padding.iter().all(|&v| v == 0.0),
+            "padding channels are zero"
+        );
+    }
+
     /// A small network (conv, batch norm, ReLU, strided conv, residual
     /// add) trains to the same gradients with native conv nodes as with
     /// im2col: the conv kernels sit among fused maps and reductions in one
