@@ -3,7 +3,7 @@
 //! registers itself when its device is opened (`Device::wgpu()`, or the
 //! `fusegraph` crate's `cuda` feature), so the core needs no CUDA code.
 
-use rustc_hash::FxHashMap as HashMap;
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use crate::backend::cpu::decomp::Decomposition;
@@ -84,7 +84,7 @@ type Registry = RwLock<HashMap<Device, Arc<dyn Backend>>>;
 
 fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(|| RwLock::new(HashMap::default()))
+    REGISTRY.get_or_init(|| RwLock::new(HashMap::new()))
 }
 
 /// Makes `backend` the one that serves `backend.device()` (replacing an
