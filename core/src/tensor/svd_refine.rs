@@ -4,10 +4,10 @@
 //! A GPU's f32 Jacobi SVD (cuSOLVER gesvdj) converges, but its rotations
 //! round at every step: at 512×512 its factors reproduce A only to about
 //! 2e-4 of max |A| (PyTorch's GPU SVD does the same), where the CPU's f32
-//! SVD reaches 1e-6. One refinement step in f64 squares the relative error
-//! of the factors for the price of five matrix products and a few
-//! elementwise kernels, all on the device, so the f32 result is then
-//! accurate to its own rounding.
+//! SVD reaches 1e-6. A refinement step in f64 cuts the error of the
+//! factors by about four orders of magnitude for the price of five matrix
+//! products (seven for a thin U) and a few elementwise kernels, all on the
+//! device; after two, the f32 result is accurate to its own rounding.
 //!
 //! For A (m×n, m ≥ n) with approximations Û (m×n), V̂ (n×n), the step seeks F, G with
 //! U = Û(I + F), V = V̂(I + G) exact to first order:
@@ -36,9 +36,10 @@ const MAX_PAIR_CORRECTION: f64 = 0.01;
 /// column inside span(Û) (see [`refine`]).
 const MIN_RELATIVE_SIGMA: f64 = 1e-3;
 
-/// Refinement steps run. One takes gesvdj's f32 factors (relative error
-/// near 1e-5) below f32 rounding; the second costs microseconds and covers
-/// a first step that started further out.
+/// Refinement steps run. One takes factors perturbed as gesvdj leaves them
+/// (reconstruction error near 2e-4) to about 3e-8, the second to f64
+/// rounding (the unit tests below). A refined 512×512 SVD took 18.64 ms on
+/// an H100, the unrefined one 18.27 ms a day earlier on another.
 pub(crate) const REFINE_STEPS: usize = 2;
 
 /// Refines the thin SVD factors `u` `[.., m, k]` and `vt` `[.., k, n]` of
