@@ -5,8 +5,7 @@
 //! ([`Backend::decompose`](crate::backend::Backend::decompose)); otherwise
 //! the matrices go through the host (faer).
 
-#[cfg(not(target_arch = "wasm32"))]
-use super::svd_refine::{refine, REFINE_STEPS};
+use super::svd_refine::refined;
 use super::Tensor;
 use crate::auto;
 use crate::backend::cpu::decomp::{decompose, Decomposition};
@@ -61,26 +60,10 @@ impl Tensor {
         self.refined_svd(u, vt)
     }
 
-    /// Device solvers are native only (the web build's backends have none),
-    /// so the refinement stays out of the wasm binary.
-    #[cfg(target_arch = "wasm32")]
-    fn refined_svd(&self, u: Tensor, vt: Tensor) -> Result<(Tensor, Tensor, Tensor)> {
-        let _ = (u, vt);
-        Err(Error::Backend {
-            op: "svd",
-            message: "no device solver exists in the web build".into(),
-        })
-    }
-
     /// The factors of an f32 SVD from a device solver, refined in f64.
-    #[cfg(not(target_arch = "wasm32"))]
     fn refined_svd(&self, u: Tensor, vt: Tensor) -> Result<(Tensor, Tensor, Tensor)> {
         let wide = |t: &Tensor| t.cast(DType::F64);
-        let a = wide(self)?;
-        let (mut u, mut s, mut vt) = refine(&a, &wide(&u)?, &wide(&vt)?)?;
-        for _ in 1..REFINE_STEPS {
-            (u, s, vt) = refine(&a, &u, &vt)?;
-        }
+        let (u, s, vt) = refined(&wide(self)?, &wide(&u)?, &wide(&vt)?)?;
         let narrow = |t: &Tensor| -> Result<Tensor> {
             let t = t.cast(DType::F32)?;
             t.realize()?;

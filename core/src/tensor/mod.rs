@@ -19,7 +19,6 @@ mod interop;
 mod linalg;
 mod nn;
 mod reduce;
-#[cfg(not(target_arch = "wasm32"))]
 mod svd_refine;
 mod view;
 

@@ -40,12 +40,21 @@ const MIN_RELATIVE_SIGMA: f64 = 1e-3;
 /// (reconstruction error near 2e-4) to about 3e-8, the second to f64
 /// rounding (the unit tests below). A refined 512×512 SVD took 18.64 ms on
 /// an H100, the unrefined one 18.27 ms a day earlier on another.
-pub(crate) const REFINE_STEPS: usize = 2;
+const REFINE_STEPS: usize = 2;
+
+/// [`REFINE_STEPS`] steps of [`refine`]: the refined `(u, s, vt)`.
+pub(crate) fn refined(a: &Tensor, u: &Tensor, vt: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    let (mut u, mut s, mut vt) = refine(a, u, vt)?;
+    for _ in 1..REFINE_STEPS {
+        (u, s, vt) = refine(a, &u, &vt)?;
+    }
+    Ok((u, s, vt))
+}
 
 /// Refines the thin SVD factors `u` `[.., m, k]` and `vt` `[.., k, n]` of
 /// `a` `[.., m, n]`, all f64 tensors on one device; returns refined
 /// `(u, s, vt)`. A wide `a` is refined as its transpose.
-pub(crate) fn refine(a: &Tensor, u: &Tensor, vt: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+fn refine(a: &Tensor, u: &Tensor, vt: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
     let r = a.rank();
     let (m, n) = (a.shape()[r - 2], a.shape()[r - 1]);
     if m < n {
@@ -177,12 +186,7 @@ mod tests {
     }
 
     fn refined(a: &Tensor, u: &Tensor, vt: &Tensor) -> (Tensor, Tensor, Tensor) {
-        let (mut u, mut vt) = (u.clone(), vt.clone());
-        let mut s = Tensor::zeros([1], DType::F64, &CPU).unwrap();
-        for _ in 0..REFINE_STEPS {
-            (u, s, vt) = refine(a, &u, &vt).unwrap();
-        }
-        (u, s, vt)
+        super::refined(a, u, vt).expect("refine")
     }
 
     #[test]
