@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Builds the package's generated half into dist/ (git-ignored), three times:
+# Builds the package's generated half into dist/ (git-ignored), five times:
 # dist/ is the CPU-only build (SIMD128), dist/webgpu/ the same with the
 # crate's `webgpu` feature (the core's wgpu backend on the browser's
 # WebGPU), so the CPU path does not carry wgpu; dist/image/ and
 # dist/image-webgpu/ are those two with the `image` feature (codecs and
-# image ops), so the core-ops builds do not carry the codecs. For each:
+# image ops), so the core-ops builds do not carry the codecs; dist/relaxed/
+# is the CPU-only build whose matmul microkernels (the vendored gemm-f32,
+# under `--cfg fusegraph_relaxed_madd`) use f32x4.relaxed_madd, which init()
+# loads where the runtime validates relaxed SIMD. Only those kernels get
+# relaxed SIMD: with +relaxed-simd for the whole crate, LLVM also turned the
+# core's clamps into relaxed min/max, and exp(NaN) gave 0 in V8. For each:
 #   1. the fusegraph-wasm crate for wasm32 with the `wasm-release` profile,
 #   2. wasm-bindgen (the CLI pinned to the crate's version in Cargo.lock)
 #      with `--target web`, whose init takes a URL, bytes or a compiled
@@ -26,15 +31,26 @@ if [[ "$have" != "$want" ]]; then
   exit 1
 fi
 
-# build_variant OUT_DIR [CARGO_FEATURES]
+# build_variant OUT_DIR [CARGO_FEATURES [relaxed]]
 build_variant() {
-  local out=$1 features=${2:-}
-  (cd "$root" && cargo build -p fusegraph-wasm --target wasm32-unknown-unknown --profile "$profile" ${features:+--features "$features"})
-  local raw="$target_dir/wasm32-unknown-unknown/$profile/fusegraph_wasm.wasm"
+  local out=$1 features=${2:-} relaxed=${3:-}
+  local dir=$target_dir relaxed_env=() relaxed_opt=()
+  if [[ -n "$relaxed" ]]; then
+    # Its own target folder: other rustflags would otherwise rebuild the
+    # SIMD128 builds' artifacts on every run. The variable replaces
+    # .cargo/config.toml's wasm32 rustflags, so it names +simd128 as well.
+    dir=$target_dir/relaxed-simd
+    relaxed_env=("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS=-C target-feature=+simd128 --cfg fusegraph_relaxed_madd")
+    relaxed_opt=(--enable-relaxed-simd)
+  fi
+  (cd "$root" && env CARGO_TARGET_DIR="$dir" "${relaxed_env[@]}" \
+    cargo build -p fusegraph-wasm --target wasm32-unknown-unknown --profile "$profile" ${features:+--features "$features"})
+  local raw="$dir/wasm32-unknown-unknown/$profile/fusegraph_wasm.wasm"
   wasm-bindgen --target web --no-typescript --out-dir "$out" --out-name fusegraph_wasm "$raw"
   if [[ "$opt_level" != none ]]; then
-    # The features rustc enables for wasm32 (SIMD128 from .cargo/config.toml).
-    node_modules/.bin/wasm-opt "$opt_level" \
+    # The features rustc enables for wasm32 (SIMD128 from .cargo/config.toml;
+    # relaxed SIMD for dist/relaxed/).
+    node_modules/.bin/wasm-opt "$opt_level" "${relaxed_opt[@]}" \
       --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int \
       --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
       --strip-debug --strip-producers \
@@ -48,3 +64,4 @@ build_variant dist
 build_variant dist/webgpu webgpu
 build_variant dist/image image
 build_variant dist/image-webgpu image,webgpu
+build_variant dist/relaxed "" relaxed

@@ -4,7 +4,7 @@
 
 import { raw, build, load, memory } from './wasm.js';
 import { FusegraphError, guard, guardAsync, invalid, show } from './errors.js';
-import { probeAdapter, selectBackend } from './backends.js';
+import { probeAdapter, probeRelaxedSimd, selectBackend } from './backends.js';
 import { fromData, readOut } from './typed.js';
 import { image } from './image.js';
 
@@ -25,7 +25,10 @@ let context = null;
  * WebGPU build has the CPU path too, so later init() calls may switch to
  * 'cpu'; after the CPU build, 'webgpu' throws FG_DEVICE_UNAVAILABLE.
  * With `image: true` the same choice is made between the image builds
- * (the same two builds plus the image codecs and ops).
+ * (the same two builds plus the image codecs and ops). In place of the CPU
+ * build, `simd: 'auto'` loads the relaxed-SIMD one where the runtime
+ * validates relaxed SIMD; `'relaxed'` forces it (FG_DEVICE_UNAVAILABLE
+ * without relaxed SIMD), `'simd128'` rules it out.
  */
 export function createInit(sourceFor, defaults = {}) {
   return async function init(given = {}) {
@@ -37,7 +40,17 @@ export function createInit(sourceFor, defaults = {}) {
     }
     const wantImage = options.image ?? false;
     if (typeof wantImage !== 'boolean') throw invalid(`init: image must be true or false, got ${show(wantImage)}`);
-    const probe = backend === 'cpu' ? null : await probeAdapter();
+    const simd = options.simd ?? 'auto';
+    if (!['auto', 'relaxed', 'simd128'].includes(simd)) {
+      throw invalid(`init: simd must be 'auto', 'relaxed' or 'simd128', got ${show(simd)}`);
+    }
+    if (simd === 'relaxed' && (wantImage || backend === 'webgpu')) {
+      throw invalid(
+        `init: simd: 'relaxed' is the CPU-only build's, which has no ${wantImage ? 'image codecs' : 'WebGPU backend'} (use simd: 'auto' or 'simd128' with ${wantImage ? 'image: true' : "backend: 'webgpu'"})`,
+      );
+    }
+    // simd: 'relaxed' asks for the CPU-only relaxed build: no adapter probe.
+    const probe = backend === 'cpu' || simd === 'relaxed' ? null : await probeAdapter();
     if (!loaded) {
       loaded = loadBuild(probe, backend, options, sourceFor);
       loaded.catch(() => {
@@ -51,8 +64,14 @@ export function createInit(sourceFor, defaults = {}) {
         `init: image: true, but this realm already loaded the ${build} build, which has no image codecs (the first init() picks the build: make it init({ image: true }) or import from 'fusegraph/image')`,
       );
     }
+    if ((simd === 'relaxed') !== (build === 'relaxed') && simd !== 'auto') {
+      throw new FusegraphError(
+        'FG_NOT_IN_BUILD',
+        `init: simd: '${simd}', but this realm already loaded the ${build} build (the first init() picks the build: pass the simd option to it)`,
+      );
+    }
     const choice = await selectBackend(raw, backend, probe, build, note);
-    context = new Fusegraph(choice);
+    context = new Fusegraph({ ...choice, simd: build === 'relaxed' ? 'relaxed' : 'simd128' });
     return context;
   };
 }
@@ -77,6 +96,30 @@ async function loadBuild(probe, backend, options, sourceFor) {
       } catch (e) {
         note = `loading the WebGPU build failed (${e?.message ?? e})`;
         if (backend === 'webgpu') throw new FusegraphError('FG_DEVICE_UNAVAILABLE', `init: device webgpu is not available: ${note}`, { cause: e });
+      }
+    }
+  }
+  const simd = options.simd ?? 'auto';
+  if (!image && simd !== 'simd128') {
+    // The relaxed-SIMD CPU build (matmul on f32x4.relaxed_madd), where the
+    // runtime validates relaxed SIMD. 'auto' falls back to the SIMD128
+    // build when it is missing or fails to load, and keeps to a `wasm`
+    // given without a `wasmRelaxed`; 'relaxed' never falls back.
+    const supported = probeRelaxedSimd();
+    if (simd === 'relaxed' && !supported) {
+      throw new FusegraphError('FG_DEVICE_UNAVAILABLE', "init: simd: 'relaxed', but this runtime does not validate relaxed SIMD (WebAssembly.validate of f32x4.relaxed_madd failed)");
+    }
+    const ownCpuWasm = simd === 'auto' && options.wasm !== undefined && options.wasmRelaxed === undefined;
+    const relaxedSource = supported && !ownCpuWasm ? (options.wasmRelaxed ?? (await sourceFor('relaxed'))) : null;
+    if (simd === 'relaxed' && !relaxedSource) {
+      throw new FusegraphError('FG_NOT_IN_BUILD', "init: simd: 'relaxed', but this entry point has no relaxed-SIMD build");
+    }
+    if (relaxedSource) {
+      try {
+        await load('relaxed', relaxedSource);
+        return note;
+      } catch (e) {
+        if (simd === 'relaxed') throw new FusegraphError('FG_DEVICE_UNAVAILABLE', `init: loading the relaxed-SIMD build failed (${e?.message ?? e})`, { cause: e });
       }
     }
   }
@@ -172,6 +215,7 @@ class Fusegraph {
     this.backend = choice.backend;
     this.fallback = choice.fallback;
     this.adapter = choice.adapter ?? null;
+    this.simd = choice.simd;
     Object.freeze(this);
   }
 

@@ -19,6 +19,25 @@ export async function probeAdapter() {
   }
 }
 
+// A module whose one function is (v128, v128, v128) -> v128 with body
+// local.get 0, local.get 1, local.get 2, f32x4.relaxed_madd (0xfd 0x105,
+// LEB128 0x85 0x02): it validates only where the runtime has relaxed SIMD.
+const RELAXED_SIMD_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version 1
+  0x01, 0x08, 0x01, 0x60, 0x03, 0x7b, 0x7b, 0x7b, 0x01, 0x7b, // type section
+  0x03, 0x02, 0x01, 0x00, // function section
+  0x0a, 0x0d, 0x01, 0x0b, 0x00, 0x20, 0x00, 0x20, 0x01, 0x20, 0x02, 0xfd, 0x85, 0x02, 0x0b, // code section
+]);
+
+/** Whether this runtime validates relaxed SIMD (f32x4.relaxed_madd): picks dist/relaxed/. */
+export function probeRelaxedSimd() {
+  try {
+    return globalThis.WebAssembly?.validate(RELAXED_SIMD_PROBE) === true;
+  } catch {
+    return false;
+  }
+}
+
 /** Opens the device and makes it current; resolves to the adapter's description. */
 async function openWebGpu(raw) {
   const adapter = await guardAsync(() => raw.openWebGpu());
@@ -59,11 +78,12 @@ export async function selectBackend(raw, requested, probe, build, note = null) {
     fallback = `a WebGPU adapter is present, but ${note ?? noGpuBuild(build)}`;
   }
   guard(() => raw.useBackend('cpu'));
-  return { backend: 'cpu', fallback: `using the CPU (SIMD128) backend: ${fallback}` };
+  const isa = build === 'relaxed' ? 'relaxed SIMD' : 'SIMD128';
+  return { backend: 'cpu', fallback: `using the CPU (${isa}) backend: ${fallback}` };
 }
 
 function noGpuBuild(build) {
-  return build === 'cpu' || build === 'image'
+  return build === 'cpu' || build === 'relaxed' || build === 'image'
     ? 'the CPU-only build of fusegraph is loaded (by an earlier init(), or this entry point has no WebGPU build)'
     : 'this build of fusegraph has no WebGPU backend';
 }

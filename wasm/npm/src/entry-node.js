@@ -7,6 +7,7 @@ import { createInit } from './api.js';
 export { Tensor, FusegraphError, tidy } from './api.js';
 const FILES = {
   cpu: '../dist/fusegraph_wasm_bg.wasm',
+  relaxed: '../dist/relaxed/fusegraph_wasm_bg.wasm',
   webgpu: '../dist/webgpu/fusegraph_wasm_bg.wasm',
   image: '../dist/image/fusegraph_wasm_bg.wasm',
   'image-webgpu': '../dist/image-webgpu/fusegraph_wasm_bg.wasm',

@@ -12,6 +12,8 @@ export const webSource = (kind) =>
       ? new URL('../dist/image/fusegraph_wasm_bg.wasm', import.meta.url)
       : kind === 'image-webgpu'
         ? new URL('../dist/image-webgpu/fusegraph_wasm_bg.wasm', import.meta.url)
-        : new URL('../dist/fusegraph_wasm_bg.wasm', import.meta.url);
+        : kind === 'relaxed'
+          ? new URL('../dist/relaxed/fusegraph_wasm_bg.wasm', import.meta.url)
+          : new URL('../dist/fusegraph_wasm_bg.wasm', import.meta.url);
 export const init = createInit(webSource);
 export default init;

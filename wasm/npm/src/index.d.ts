@@ -68,7 +68,7 @@ export interface InitOptions {
    * `'auto'` (default): WebGPU when `navigator.gpu` gives an adapter, else the
    * CPU path (and `fallback` says why).
    * `'webgpu'`: WebGPU or a `FG_DEVICE_UNAVAILABLE` error, never a silent fallback.
-   * `'cpu'`: the SIMD128 CPU path.
+   * `'cpu'`: the CPU path (SIMD128, or relaxed SIMD: see `simd`).
    *
    * The package ships two builds: the CPU-only .wasm and a larger one with
    * the WebGPU backend as well. The first `init()` of a realm loads the
@@ -93,6 +93,28 @@ export interface InitOptions {
   wasmImage?: WasmSource;
   /** Where the CPU + WebGPU image build's .wasm comes from (same forms as `wasm`). */
   wasmImageWebGpu?: WasmSource;
+  /**
+   * Which CPU-only build the first `init()` of a realm loads.
+   * `'auto'` (default): the relaxed-SIMD build (the CPU path compiled with
+   * relaxed SIMD as well: matmul on `f32x4.relaxed_madd`, an FMA where the
+   * hardware has one) when the runtime validates a relaxed-SIMD module, else
+   * the SIMD128 build (a relaxed build that fails to load falls back too;
+   * so does a `wasm` given without a `wasmRelaxed`).
+   * `'relaxed'`: the relaxed-SIMD build or an error, never a silent fallback:
+   * `FG_DEVICE_UNAVAILABLE` where the runtime lacks relaxed SIMD; only the
+   * CPU-only build has it, so `backend: 'auto'` then stays on the CPU and
+   * `backend: 'webgpu'` or `image: true` with it is `FG_INVALID_ARGUMENT`.
+   * `'simd128'`: the SIMD128 build.
+   *
+   * Relaxed madd may be fused or not depending on the hardware, so matmul
+   * results may differ by one rounding between machines. The WebGPU and
+   * image builds, and the workerd entry point, are SIMD128 only.
+   * After a build is loaded, a later `init()` whose `'relaxed'` or
+   * `'simd128'` disagrees with it throws `FG_NOT_IN_BUILD`.
+   */
+  simd?: 'auto' | 'relaxed' | 'simd128';
+  /** Where the relaxed-SIMD CPU build's .wasm comes from (same forms as `wasm`). */
+  wasmRelaxed?: WasmSource;
 }
 
 /** What the wasm loader takes: a URL, bytes, a Response or a compiled module (or a promise of one). */
@@ -118,6 +140,8 @@ export interface Fusegraph {
   readonly fallback: string | null;
   /** The WebGPU adapter and what it granted, in words (`null` on the CPU). */
   readonly adapter: string | null;
+  /** The loaded build's CPU instruction set: `'relaxed'` (relaxed SIMD) or `'simd128'`. */
+  readonly simd: 'relaxed' | 'simd128';
   /**
    * A tensor from row-major data (copied once into wasm memory; the array can be reused).
    * `shape` defaults to `[data.length]`. A `dtype` other than the array's own converts.

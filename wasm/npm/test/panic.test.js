@@ -5,13 +5,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { init, FusegraphError } from 'fusegraph';
-import { panicForTest } from '../dist/fusegraph_wasm.js';
+// The loaded build's exports (the SIMD128 or the relaxed-SIMD one).
+import { raw } from '../src/wasm.js';
 import { guard } from '../src/errors.js';
 
 test('a residual panic becomes FG_PANIC with its message, and poisons the instance', async () => {
   const fg = await init({ backend: 'cpu' });
   assert.throws(
-    () => guard(() => panicForTest()),
+    () => guard(() => raw.panicForTest()),
     (e) => e instanceof FusegraphError && e.code === 'FG_PANIC' && e.message.includes('deliberate panic for the boundary test'),
   );
   assert.throws(() => fg.ones([2]), (e) => e.code === 'FG_PANIC' && /must be reloaded/.test(e.message));

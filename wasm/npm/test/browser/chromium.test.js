@@ -1,7 +1,8 @@
 // The package in headless Chromium (Debian's /usr/bin/chromium, driven by
 // playwright-core; no browser download): the WebGPU path on SwiftShader's
-// Vulkan adapter and the SIMD128 CPU path, each checked against the f64
-// reference, plus init()'s choice of backend with and without an adapter.
+// Vulkan adapter and the CPU path (the relaxed-SIMD build, which Chromium
+// validates, and the SIMD128 one), each checked against the f64 reference,
+// plus init()'s choice of backend and build with and without an adapter.
 // The page is served from 127.0.0.1 (a secure context, which WebGPU needs).
 
 import { test, before, after } from 'node:test';
@@ -45,9 +46,20 @@ test('WebGPU (SwiftShader) in Chromium matches the f64 reference', async () => {
   checkAgainstReference(result, 'wgpu');
 });
 
-test('the CPU (SIMD128) path in Chromium matches the f64 reference', async () => {
+test('the CPU path in Chromium loads the relaxed-SIMD build and matches the f64 reference', async () => {
   const result = await runPage(page('cpu'), WEBGPU_FLAGS);
+  assert.equal(result.error, undefined, result.error);
   assert.equal(result.backend, 'cpu');
+  // Chromium has relaxed SIMD on by default (since 114): the probe validates.
+  assert.equal(result.simd, 'relaxed');
+  checkAgainstReference(result, 'cpu');
+});
+
+test("the CPU path with init({ simd: 'simd128' }) in Chromium matches the f64 reference", async () => {
+  const result = await runPage(`${page('cpu')}&simd=simd128`, WEBGPU_FLAGS);
+  assert.equal(result.error, undefined, result.error);
+  assert.equal(result.backend, 'cpu');
+  assert.equal(result.simd, 'simd128');
   checkAgainstReference(result, 'cpu');
 });
 
@@ -61,7 +73,8 @@ test("init({ backend: 'auto' }) picks WebGPU when an adapter exists", async () =
 test("init({ backend: 'auto' }) falls back to the CPU when no adapter is given, and says why", async () => {
   const result = await runPage(page('auto'), []);
   assert.equal(result.backend, 'cpu', result.error);
-  assert.match(result.fallback, /CPU \(SIMD128\).*(no adapter|navigator\.gpu)/);
+  assert.match(result.fallback, /CPU \(relaxed SIMD\).*(no adapter|navigator\.gpu)/);
+  assert.equal(result.simd, 'relaxed');
   checkAgainstReference(result, 'cpu');
 });
 

@@ -55,4 +55,6 @@ test('the Vite bundle runs on WebGPU in Chromium and matches the f64 reference',
 test('the Vite bundle runs on the CPU in Chromium and matches the f64 reference', async () => {
   const r = await runPage(`${server.url}/index.html?backend=cpu`, WEBGPU_FLAGS);
   checkConsumerResult(r, 'cpu');
+  // Chromium validates relaxed SIMD, so the bundle's relaxed-SIMD asset loaded.
+  assert.equal(r.simd, 'relaxed');
 });

@@ -13,7 +13,7 @@ export function inputs() {
   return Object.fromEntries(Object.keys(SHAPES).map((k) => [k, randomF32(n(SHAPES[k]), SEEDS[k])]));
 }
 
-/** softmax(relu(a @ b + bias)) and the backend it ran on. */
+/** softmax(relu(a @ b + bias)) and the backend (and build: fg.simd) it ran on. */
 export async function compute(init, options = {}) {
   const fg = await init(options);
   const x = inputs();
@@ -23,5 +23,5 @@ export async function compute(init, options = {}) {
   const values = Array.from(await y.toArray());
   const shape = y.shape;
   y.dispose();
-  return { backend: fg.backend, shape, values, live: fg.liveTensors() };
+  return { backend: fg.backend, simd: fg.simd, shape, values, live: fg.liveTensors() };
 }
