@@ -15,9 +15,13 @@
 // Roofline: elementwise and softmax GB/s are compared with the copy
 // bandwidth of one thread measured in the same run (TypedArray.set over
 // 64 MiB); matmul GFLOP/s with the f32x4 mul + add rate one core sustains,
-// also measured in the run (peak.mjs).
+// also measured in the run (peak.mjs), or, when fusegraph loaded its
+// relaxed-SIMD build, with the f32x4.relaxed_madd rate.
 //
 // Usage: node bench.mjs [--quick] [--only=SUBSTRING]
+// Under `node --experimental-wasm-relaxed-simd` (Node 20; on by default from
+// Node 21) fusegraph's init() loads its relaxed-SIMD build and the peers get
+// the same runtime; that run is written to ../results/wasm_relaxed.json.
 
 import os from 'node:os';
 import { writeFileSync, readFileSync } from 'node:fs';
@@ -26,7 +30,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { setWasmPaths, setThreadsCount } from '@tensorflow/tfjs-backend-wasm';
 import * as ort from 'onnxruntime-web';
 import { buildModel } from './onnx.mjs';
-import { simd128PeakGflops } from './peak.mjs';
+import { simd128PeakGflops, relaxedMaddPeakGflops } from './peak.mjs';
 
 const quick = process.argv.includes('--quick');
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
@@ -237,7 +241,13 @@ function copyBandwidth() {
   return (2 * src.byteLength) / stats(times.slice(5)).median_ms / 1e6;
 }
 const copyGbps = copyBandwidth();
-const peakGflops = await simd128PeakGflops();
+const simd128Peak = await simd128PeakGflops();
+const relaxedPeak = await relaxedMaddPeakGflops();
+// The rate fusegraph's matmul kernels can issue in the build it loaded.
+const peakGflops = fg.simd === 'relaxed' ? relaxedPeak : simd128Peak;
+console.log(
+  `fusegraph build: ${fg.simd}; one core: f32x4 mul + add ${simd128Peak.toFixed(1)} GFLOP/s, relaxed_madd ${relaxedPeak === null ? 'n/a (no relaxed SIMD)' : `${relaxedPeak.toFixed(1)} GFLOP/s`}; copy ${copyGbps.toFixed(1)} GB/s`,
+);
 
 // ---- run ----
 const results = [];
@@ -291,7 +301,7 @@ for (const c of cases) {
 const version = (p) => JSON.parse(readFileSync(new URL(`./node_modules/${p}/package.json`, import.meta.url), 'utf8')).version;
 const out = {
   suite: 'wasm',
-  note: 'Node, one thread each, SIMD128. ratio = peer median / fusegraph median (above 1: fusegraph faster). e2e = typed arrays in, typed array out; compute = inputs resident, result left in the library. roofline_fraction: matmul GFLOP/s over the measured one-core f32x4 mul+add rate, others GB/s over the measured one-thread copy bandwidth.',
+  note: `Node, one thread each, ${fg.simd === 'relaxed' ? "relaxed SIMD available (fusegraph: its relaxed-SIMD build, matmul on f32x4.relaxed_madd; the peers' own builds)" : 'SIMD128'}. ratio = peer median / fusegraph median (above 1: fusegraph faster). e2e = typed arrays in, typed array out; compute = inputs resident, result left in the library. roofline_fraction: matmul GFLOP/s over the measured one-core f32x4 mul+add rate (relaxed_madd rate with fusegraph's relaxed build), others GB/s over the measured one-thread copy bandwidth.`,
   quick,
   date: new Date().toISOString(),
   machine: {
@@ -300,14 +310,17 @@ const out = {
     memory_gib: +(os.totalmem() / 2 ** 30).toFixed(1),
     platform: `${os.platform()} ${os.release()} ${os.arch()}`,
     node: process.version,
+    node_flags: process.execArgv,
     v8: process.versions.v8,
     cpu_mhz: os.cpus()[0]?.speed ?? null,
-    measured_simd128_mul_add_gflops_one_core: +peakGflops.toFixed(2),
+    measured_simd128_mul_add_gflops_one_core: +simd128Peak.toFixed(2),
+    measured_relaxed_madd_gflops_one_core: relaxedPeak === null ? null : +relaxedPeak.toFixed(2),
     copy_bandwidth_gbps_one_thread: +copyGbps.toFixed(2),
     loadavg_end: os.loadavg(),
   },
   versions: {
     fusegraph: version('fusegraph'),
+    fusegraph_simd: fg.simd,
     '@tensorflow/tfjs-core': version('@tensorflow/tfjs-core'),
     '@tensorflow/tfjs-backend-wasm': version('@tensorflow/tfjs-backend-wasm'),
     'onnxruntime-web': version('onnxruntime-web'),
@@ -316,7 +329,8 @@ const out = {
   results,
 };
 // Partial runs (--quick, --only) do not overwrite the recorded results.
-const path = only || quick ? new URL(`file://${os.tmpdir()}/fusegraph-wasm-bench.json`) : new URL('../results/wasm.json', import.meta.url);
+const file = fg.simd === 'relaxed' ? 'wasm_relaxed.json' : 'wasm.json';
+const path = only || quick ? new URL(`file://${os.tmpdir()}/fusegraph-${file.replace('.json', '')}-bench.json`) : new URL(`../results/${file}`, import.meta.url);
 writeFileSync(path, JSON.stringify(out, null, 2) + '\n');
 console.log(`wrote ${path.pathname}`);
 if (!results.every((r) => r.ok)) process.exit(1);
