@@ -1,10 +1,13 @@
 //! Convolutions through cuDNN: the three passes of a `Body::Conv` kernel
 //! (forward, backward-data, backward-filter) on NHWC activations and
 //! `[o, kh, kw, c]` filters, so the windows are read in place instead of
-//! being copied out as an im2col matrix. Descriptors and the heuristic's
-//! algorithm are made once per kernel and cached; the workspace comes from
-//! the caching allocator in stream order, so the calls are recorded by a
-//! graph capture like any other launch.
+//! being copied out as an im2col matrix. The legacy entry points run each
+//! pass; with `FUSEGRAPH_CUDNN=graph` it runs as a cuDNN operation graph
+//! instead (`dnn_graph.rs`), whose engines include the Hopper kernels, and
+//! the legacy API only where no graph engine builds. Plans are made once per kernel and
+//! operand alignment and cached; the workspace comes from the caching
+//! allocator in stream order, so the calls are recorded by a graph capture
+//! like any other launch.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -19,6 +22,7 @@ use fusegraph_core::{DType, Error, Layout, Result};
 
 use super::alloc::CudaBuffer;
 use super::blas::{matmul_precision, Precision};
+use super::dnn_graph::{alignment, GraphPlan};
 
 /// Algorithms that need more scratch than this are passed over.
 const MAX_WORKSPACE: usize = 1 << 30;
@@ -46,7 +50,7 @@ enum Algo {
     Filter(ds::cudnnConvolutionBwdFilterAlgo_t),
 }
 
-/// Descriptors and algorithm of one conv kernel.
+/// Descriptors and algorithm of one conv kernel on the legacy API.
 struct Plan {
     x: ds::cudnnTensorDescriptor_t,
     y: ds::cudnnTensorDescriptor_t,
@@ -54,8 +58,6 @@ struct Plan {
     conv: ds::cudnnConvolutionDescriptor_t,
     algo: Algo,
     workspace: usize,
-    /// Keeps the kernel alive so its address (the cache key) is not reused.
-    _kernel: Arc<Kernel>,
 }
 
 // SAFETY: the descriptors are plain host objects that cuDNN only reads
@@ -75,10 +77,39 @@ impl Drop for Plan {
     }
 }
 
+/// How one conv kernel runs: an execution plan of the graph API, or the
+/// legacy API's descriptors and algorithm.
+enum Route {
+    Graph(GraphPlan),
+    Legacy(Plan),
+}
+
+struct Cached {
+    route: Route,
+    /// Keeps the kernel alive so its address (the cache key) is not reused.
+    _kernel: Arc<Kernel>,
+}
+
+impl Cached {
+    fn workspace(&self) -> usize {
+        match &self.route {
+            Route::Graph(g) => g.workspace,
+            Route::Legacy(p) => p.workspace,
+        }
+    }
+}
+
+/// Plans are keyed by kernel and by the byte alignment of its x-, w- and
+/// y-shaped operands, which graph plans are built for.
+type PlanKey = (usize, [u8; 3]);
+
 /// A cuDNN handle on the backend's stream and its plans.
 pub(crate) struct Dnn {
     handle: ds::cudnnHandle_t,
-    plans: Mutex<HashMap<usize, Arc<Plan>>>,
+    plans: Mutex<HashMap<PlanKey, Arc<Cached>>>,
+    /// `FUSEGRAPH_CUDNN=graph`: try the graph API first (opt-in until its
+    /// plans are measured against the legacy ones on the GPU machine).
+    use_graph: bool,
     pub(crate) version: usize,
 }
 
@@ -141,22 +172,53 @@ impl Dnn {
         Ok(Dnn {
             handle,
             plans: Mutex::new(HashMap::new()),
+            use_graph: std::env::var("FUSEGRAPH_CUDNN").is_ok_and(|v| v == "graph"),
             version: dr::get_version(),
         })
     }
 
-    fn plan(&self, k: &Arc<Kernel>, c: &ConvBody) -> Result<Arc<Plan>> {
-        let key = Arc::as_ptr(k) as usize;
+    fn plan(&self, k: &Arc<Kernel>, c: &ConvBody, align: [u8; 3]) -> Result<Arc<Cached>> {
+        let key = (Arc::as_ptr(k) as usize, align);
         let mut plans = self.plans.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = plans.get(&key) {
             return Ok(p.clone());
         }
-        let p = Arc::new(self.make_plan(k, c)?);
+        let route = match self.graph_plan(k, c, align)? {
+            Some(g) => Route::Graph(g),
+            None => Route::Legacy(self.legacy_plan(k, c)?),
+        };
+        let p = Arc::new(Cached {
+            route,
+            _kernel: k.clone(),
+        });
         plans.insert(key, p.clone());
         Ok(p)
     }
 
-    fn make_plan(&self, k: &Arc<Kernel>, c: &ConvBody) -> Result<Plan> {
+    /// float32 stays exact unless TF32 was opted into, as for matmul.
+    fn exact(k: &Kernel) -> bool {
+        k.out_dtype == DType::F32 && matmul_precision() != Precision::Tf32
+    }
+
+    fn graph_plan(&self, k: &Kernel, c: &ConvBody, align: [u8; 3]) -> Result<Option<GraphPlan>> {
+        if !self.use_graph {
+            return Ok(None);
+        }
+        let op = c.pass.name();
+        let dt = data_type(op, k.out_dtype)?;
+        match GraphPlan::build(self.handle, c, dt, Self::exact(k), align, MAX_WORKSPACE) {
+            Ok(plan) => Ok(plan),
+            // Out of memory is the user's to see; any other refusal (an
+            // older cuDNN, a problem its graph engines do not take) leaves
+            // the legacy API to run the pass.
+            Err(e) if e.0 == ds::cudnnStatus_t::CUDNN_STATUS_ALLOC_FAILED => {
+                Err(failed(op, "graph plan", e))
+            }
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn legacy_plan(&self, k: &Kernel, c: &ConvBody) -> Result<Plan> {
         let op = c.pass.name();
         let what = format!("{op} x {:?} w {:?} y {:?} {:?}", c.x, c.w, c.y, c.geometry);
         let err = |e| failed(op, &what, e);
@@ -174,7 +236,6 @@ impl Dnn {
                     ds::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
                 ),
                 workspace: 0,
-                _kernel: k.clone(),
             };
             let [n, h, w, ch] = c.x.map(int);
             dr::set_tensor4d_descriptor(plan.x, nhwc, dt, [n, ch, h, w]).map_err(err)?;
@@ -195,8 +256,7 @@ impl Dnn {
                 ds::cudnnDataType_t::CUDNN_DATA_FLOAT,
             )
             .map_err(err)?;
-            // float32 stays exact unless TF32 was opted into, as for matmul.
-            let exact = k.out_dtype == DType::F32 && matmul_precision() != Precision::Tf32;
+            let exact = Self::exact(k);
             let math = if exact {
                 ds::cudnnMathType_t::CUDNN_FMA_MATH
             } else {
@@ -273,15 +333,20 @@ impl Dnn {
                 ),
             });
         };
-        let plan = self.plan(k, c)?;
         let dt = k.out_dtype;
         let a = operand(op, *pa, &c.a, dt)?;
         let b = operand(op, *pb, &c.b, dt)?;
         let out = *out as *mut c_void;
-        let scratch = if plan.workspace > 0 {
-            Some(alloc(plan.workspace)?)
-        } else {
-            None
+        // The operands in x, w, y order (which one is written is the pass's).
+        let xwy = match c.pass {
+            ConvPass::Forward => [a, b, out],
+            ConvPass::BackwardData => [out, b, a],
+            ConvPass::BackwardFilter => [a, out, b],
+        };
+        let plan = self.plan(k, c, xwy.map(|p| alignment(p as u64)))?;
+        let scratch = match plan.workspace() {
+            0 => None,
+            bytes => Some(alloc(bytes)?),
         };
         let ws = scratch
             .as_ref()
@@ -292,9 +357,16 @@ impl Dnn {
             &zero as *const f32 as *const c_void,
         );
         let what = || format!("{op} x {:?} w {:?} y {:?}", c.x, c.w, c.y);
-        // SAFETY: the plan's descriptors match the kernel's shapes, and the
-        // pointers are live device buffers of those sizes (checked by the
-        // executor), ordered on the handle's stream.
+        let plan = match &plan.route {
+            // SAFETY: the plan was built for these shapes and alignments, and
+            // the pointers are live device buffers of those sizes (checked by
+            // the executor), ordered on the handle's stream.
+            Route::Graph(g) => {
+                return unsafe { g.run(self.handle, xwy, ws) }.map_err(|e| failed(op, &what(), e))
+            }
+            Route::Legacy(p) => p,
+        };
+        // SAFETY: as above, for the legacy descriptors.
         unsafe {
             match plan.algo {
                 Algo::Forward(algo) => dr::convolution_forward(

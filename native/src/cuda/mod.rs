@@ -42,6 +42,7 @@ mod backend;
 mod blas;
 mod copy_stream;
 mod dnn;
+mod dnn_graph;
 mod error;
 mod event_timer;
 mod exec;
