@@ -4,10 +4,10 @@
 //! being copied out as an im2col matrix. The legacy entry points run each
 //! pass; with `FUSEGRAPH_CUDNN=graph` it runs as a cuDNN operation graph
 //! instead (`dnn_graph.rs`), whose engines include the Hopper kernels, and
-//! the legacy API only where no graph engine builds. Plans are made once per kernel and
-//! operand alignment and cached; the workspace comes from the caching
-//! allocator in stream order, so the calls are recorded by a graph capture
-//! like any other launch.
+//! the legacy API only where no graph engine builds. Plans are made once
+//! per kernel (and operand alignment, for graph plans) and cached; the
+//! workspace comes from the caching allocator in stream order, so the calls
+//! are recorded by a graph capture like any other launch.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -343,7 +343,12 @@ impl Dnn {
             ConvPass::BackwardData => [out, b, a],
             ConvPass::BackwardFilter => [a, out, b],
         };
-        let plan = self.plan(k, c, xwy.map(|p| alignment(p as u64)))?;
+        // Only graph plans depend on alignment; legacy ones take one key.
+        let align = match self.use_graph {
+            true => xwy.map(|p| alignment(p as u64)),
+            false => [0; 3],
+        };
+        let plan = self.plan(k, c, align)?;
         let scratch = match plan.workspace() {
             0 => None,
             bytes => Some(alloc(bytes)?),
