@@ -52,7 +52,7 @@ export function createInit(sourceFor, defaults = {}) {
     // simd: 'relaxed' asks for the CPU-only relaxed build: no adapter probe.
     const probe = backend === 'cpu' || simd === 'relaxed' ? null : await probeAdapter();
     if (!loaded) {
-      loaded = loadBuild(probe, backend, options, sourceFor);
+      loaded = loadBuild(probe, backend, simd, options, sourceFor);
       loaded.catch(() => {
         loaded = null; // a failed load (bad path, no network) may be retried
       });
@@ -82,7 +82,7 @@ export function createInit(sourceFor, defaults = {}) {
  * not loaded (null otherwise). With 'auto', a WebGPU build that fails to
  * load (e.g. a bundle that did not ship it) falls back to the CPU build.
  */
-async function loadBuild(probe, backend, options, sourceFor) {
+async function loadBuild(probe, backend, simd, options, sourceFor) {
   // The image builds are the core builds plus the codecs; same choice.
   const image = options.image === true;
   const [cpuKind, gpuKind] = image ? ['image', 'image-webgpu'] : ['cpu', 'webgpu'];
@@ -99,7 +99,6 @@ async function loadBuild(probe, backend, options, sourceFor) {
       }
     }
   }
-  const simd = options.simd ?? 'auto';
   if (!image && simd !== 'simd128') {
     // The relaxed-SIMD CPU build (matmul on f32x4.relaxed_madd), where the
     // runtime validates relaxed SIMD. 'auto' falls back to the SIMD128
