@@ -13,7 +13,7 @@
 //! stops. Checks in the same run: the first loss of every case against the
 //! f64 reference path (on a slice of the batch, as the oracle is slow: 16
 //! MLP rows, 2 ResNet-18 images), and every timed step's loss is finite.
-//! Writes JSON to `--out`
+//! `--only TEXT` runs the cases whose name contains TEXT. Writes JSON to `--out`
 //! (default `bench/results/train_fusegraph.json`); `bench/train/merge.py`
 //! joins it with `bench/train/train_torch.py`'s figures.
 //!
@@ -224,6 +224,9 @@ fn run() -> Result<()> {
     let resnet_reps = num("--resnet-reps", 30);
     let resnet_batch = num("--resnet-batch", 256);
     let out = value("--out").unwrap_or_else(|| "bench/results/train_fusegraph.json".into());
+    // `--only TEXT`: the cases whose name contains TEXT (for profiling one).
+    let only = value("--only");
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
     if flag("--plan") {
         return plan::print_plan(resnet_batch, flag("--plan-args"));
     }
@@ -261,6 +264,9 @@ fn run() -> Result<()> {
         let y = labels(256)?;
         Tensor::realize_all(&[x.clone(), y.clone()])?;
         for (label, autocast, mode) in variants(modes) {
+            if !wanted(&format!("mlp {label}")) {
+                continue;
+            }
             let net = Mlp::new(&dev)?;
             let opt = Box::new(Adam::new(net.parameters(), AdamOptions::default())?);
             let case = Case {
@@ -282,6 +288,9 @@ fn run() -> Result<()> {
         let y = labels(resnet_batch)?;
         Tensor::realize_all(&[x.clone(), y.clone()])?;
         for (label, autocast, mode) in variants(modes) {
+            if !wanted(&format!("resnet18 {label}")) {
+                continue;
+            }
             let net = ResNet18::new(&dev)?;
             let opt = Box::new(Sgd::new(net.parameters(), 0.1, 0.9, 0.0));
             let case = Case {
