@@ -237,13 +237,7 @@ fn operation(
 /// Whether engine configuration `cfg` keeps float32 exact: no tensor-core
 /// (TF32) math and no down-converted inputs.
 fn keeps_f32_exact(cfg: &Desc) -> Result<bool, CudnnError> {
-    let engine = Desc::new(D::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
-    let mut out = [engine.0];
-    cfg.get(
-        A::CUDNN_ATTR_ENGINECFG_ENGINE,
-        T::CUDNN_TYPE_BACKEND_DESCRIPTOR,
-        &mut out,
-    )?;
+    let engine = engine_of(cfg)?;
     let mut notes = [ds::cudnnBackendNumericalNote_t::CUDNN_NUMERICAL_NOTE_TYPE_COUNT; 16];
     let n = engine.get(
         A::CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
@@ -261,6 +255,30 @@ fn keeps_f32_exact(cfg: &Desc) -> Result<bool, CudnnError> {
 
 /// The byte alignment cuDNN may assume for a pointer: its largest power of
 /// two, at most 16 (what vectorised engines ask for).
+/// The engine a configuration runs.
+fn engine_of(cfg: &Desc) -> Result<Desc, CudnnError> {
+    let engine = Desc::new(D::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
+    let mut raw = [engine.0];
+    cfg.get(
+        A::CUDNN_ATTR_ENGINECFG_ENGINE,
+        T::CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        &mut raw,
+    )?;
+    Ok(engine)
+}
+
+/// The global index of the engine a configuration runs (for the log).
+fn engine_index(cfg: &Desc) -> Result<i64, CudnnError> {
+    let engine = engine_of(cfg)?;
+    let mut index = [0i64];
+    engine.get(
+        A::CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+        T::CUDNN_TYPE_INT64,
+        &mut index,
+    )?;
+    Ok(index[0])
+}
+
 pub(super) fn alignment(ptr: u64) -> u8 {
     if ptr == 0 {
         return 16;
@@ -311,7 +329,13 @@ impl GraphPlan {
         heur.set_desc(A::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &graph)?;
         // Mode A is the fast ranking PyTorch uses without benchmarking; no
         // trial runs, so nothing executes while a graph is being recorded.
-        let mode = ds::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_A;
+        // `FUSEGRAPH_CUDNN_HEUR=b` asks mode B (a slower, learned ranking;
+        // also no trial runs), to compare.
+        let mode = if std::env::var("FUSEGRAPH_CUDNN_HEUR").is_ok_and(|v| v == "b") {
+            ds::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_B
+        } else {
+            ds::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_A
+        };
         heur.set(
             A::CUDNN_ATTR_ENGINEHEUR_MODE,
             T::CUDNN_TYPE_HEUR_MODE,
@@ -327,7 +351,7 @@ impl GraphPlan {
             T::CUDNN_TYPE_BACKEND_DESCRIPTOR,
             &mut raw,
         )?;
-        for cfg in cfgs.iter().take(n) {
+        for (rank, cfg) in cfgs.iter().take(n).enumerate() {
             if exact && !keeps_f32_exact(cfg).unwrap_or(false) {
                 continue;
             }
@@ -352,6 +376,16 @@ impl GraphPlan {
             let workspace = bytes[0].max(0) as usize;
             if workspace > max_workspace {
                 continue;
+            }
+            if std::env::var_os("FUSEGRAPH_CUDNN_LOG").is_some() {
+                eprintln!(
+                    "cudnn graph {} x {:?} w {:?} y {:?}: config {rank} of {n}, engine {}, workspace {workspace} B",
+                    c.pass.name(),
+                    c.x,
+                    c.w,
+                    c.y,
+                    engine_index(cfg).map_or("?".into(), |i| i.to_string()),
+                );
             }
             return Ok(Some(GraphPlan {
                 plan,
