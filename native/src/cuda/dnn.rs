@@ -3,8 +3,8 @@
 //! `[o, kh, kw, c]` filters, so the windows are read in place instead of
 //! being copied out as an im2col matrix. The legacy entry points run each
 //! pass; with `FUSEGRAPH_CUDNN=graph` it runs as a cuDNN operation graph
-//! instead (`dnn_graph.rs`), whose engines include the Hopper kernels, and
-//! the legacy API only where no graph engine builds. Plans are made once
+//! instead (`dnn_graph.rs`), and the legacy API only where no graph engine
+//! builds. Plans are made once
 //! per kernel (and operand alignment, for graph plans) and cached; the
 //! workspace comes from the caching allocator in stream order, so the calls
 //! are recorded by a graph capture like any other launch.
@@ -107,10 +107,10 @@ type PlanKey = (usize, [u8; 3]);
 pub(crate) struct Dnn {
     handle: ds::cudnnHandle_t,
     plans: Mutex<HashMap<PlanKey, Arc<Cached>>>,
-    /// `FUSEGRAPH_CUDNN=graph`: try the graph API first. Opt-in: its
-    /// heuristic's engines made the captured bf16 ResNet-18 step 3% slower
-    /// than the legacy API's on an H100 (f32 eager 12% faster); see
-    /// DEVELOPERS.md, "cuDNN convolutions".
+    /// `FUSEGRAPH_CUDNN=graph`: try the graph API first. Opt-in: for bf16
+    /// it runs the same kernels as the legacy API, so the captured
+    /// ResNet-18 step was no faster on an H100 (f32 eager was 12% faster);
+    /// see DEVELOPERS.md, "cuDNN convolutions".
     use_graph: bool,
     pub(crate) version: usize,
 }

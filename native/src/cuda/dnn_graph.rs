@@ -1,12 +1,12 @@
 //! One convolution pass as a cuDNN operation graph (the backend API).
 //!
-//! cuDNN's legacy entry points (`cudnnConvolutionForward` and friends) pick
-//! among the older algorithm families; the engines written for Hopper
-//! (`sm90_xmma_*`, what PyTorch runs for bf16 convolutions) are reached only
-//! through the backend API: describe the tensors and the operation, ask the
-//! heuristic for ranked engine configurations, finalise the first one that
-//! builds into an execution plan, and execute that plan with a variant pack
-//! of device pointers. Plans are built once per kernel and pointer alignment
+//! The backend API is cuDNN's current interface (the one PyTorch uses):
+//! describe the tensors and the operation, ask the heuristic for ranked
+//! engine configurations, finalise the first one that builds into an
+//! execution plan, and execute that plan with a variant pack of device
+//! pointers. For bf16 on Hopper it picks the same `sm90_xmma_*` kernels the
+//! legacy entry points reach (Nsight Compute, DEVELOPERS.md "cuDNN
+//! convolutions"); for f32 its engines were faster. Plans are built once per kernel and pointer alignment
 //! and cached by the caller; executing one launches only device work on the
 //! handle's stream, so a graph capture records it.
 
