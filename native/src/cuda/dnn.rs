@@ -4,10 +4,10 @@
 //! being copied out as an im2col matrix. The legacy entry points run each
 //! pass; with `FUSEGRAPH_CUDNN=graph` it runs as a cuDNN operation graph
 //! instead (`dnn_graph.rs`), and the legacy API only where no graph engine
-//! builds. Plans are made once
-//! per kernel (and operand alignment, for graph plans) and cached; the
-//! workspace comes from the caching allocator in stream order, so the calls
-//! are recorded by a graph capture like any other launch.
+//! builds. Plans are made once per kernel (and operand alignment, for graph
+//! plans) and cached; the workspace comes from the caching allocator in
+//! stream order, so the calls are recorded by a graph capture like any
+//! other launch.
 
 use std::collections::HashMap;
 use std::ffi::c_void;

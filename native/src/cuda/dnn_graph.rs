@@ -6,9 +6,10 @@
 //! execution plan, and execute that plan with a variant pack of device
 //! pointers. For bf16 on Hopper it picks the same `sm90_xmma_*` kernels the
 //! legacy entry points reach (Nsight Compute, DEVELOPERS.md "cuDNN
-//! convolutions"); for f32 its engines were faster. Plans are built once per kernel and pointer alignment
-//! and cached by the caller; executing one launches only device work on the
-//! handle's stream, so a graph capture records it.
+//! convolutions"); for f32 its engines were faster. Plans are built once
+//! per kernel and pointer alignment and cached by the caller; executing one
+//! launches only device work on the handle's stream, so a graph capture
+//! records it.
 
 use std::ffi::c_void;
 
@@ -253,8 +254,6 @@ fn keeps_f32_exact(cfg: &Desc) -> Result<bool, CudnnError> {
     }))
 }
 
-/// The byte alignment cuDNN may assume for a pointer: its largest power of
-/// two, at most 16 (what vectorised engines ask for).
 /// The engine a configuration runs.
 fn engine_of(cfg: &Desc) -> Result<Desc, CudnnError> {
     let engine = Desc::new(D::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
@@ -279,6 +278,8 @@ fn engine_index(cfg: &Desc) -> Result<i64, CudnnError> {
     Ok(index[0])
 }
 
+/// The byte alignment cuDNN may assume for a pointer: its largest power of
+/// two, at most 16 (what vectorised engines ask for).
 pub(super) fn alignment(ptr: u64) -> u8 {
     if ptr == 0 {
         return 16;
