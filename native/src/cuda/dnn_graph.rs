@@ -138,7 +138,6 @@ fn tensor(
 fn convolution(c: &ConvBody) -> Result<Desc, CudnnError> {
     let d = Desc::new(D::CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)?;
     let g = c.geometry;
-    let pair = |v: [usize; 2]| v.map(|x| x as i64);
     // Accumulation is float32 for every storage type, as on the legacy path.
     let comp = ds::cudnnDataType_t::CUDNN_DATA_FLOAT;
     d.set(
@@ -157,26 +156,15 @@ fn convolution(c: &ConvBody) -> Result<Desc, CudnnError> {
         T::CUDNN_TYPE_INT64,
         &[2i64],
     )?;
-    d.set(
-        A::CUDNN_ATTR_CONVOLUTION_DILATIONS,
-        T::CUDNN_TYPE_INT64,
-        &pair(g.dilation),
-    )?;
-    d.set(
-        A::CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
-        T::CUDNN_TYPE_INT64,
-        &pair(g.stride),
-    )?;
-    d.set(
-        A::CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,
-        T::CUDNN_TYPE_INT64,
-        &pair(g.padding),
-    )?;
-    d.set(
-        A::CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,
-        T::CUDNN_TYPE_INT64,
-        &pair(g.padding),
-    )?;
+    // Symmetric padding: the same amount before and after.
+    for (name, v) in [
+        (A::CUDNN_ATTR_CONVOLUTION_DILATIONS, g.dilation),
+        (A::CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, g.stride),
+        (A::CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, g.padding),
+        (A::CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, g.padding),
+    ] {
+        d.set(name, T::CUDNN_TYPE_INT64, &v.map(|x| x as i64))?;
+    }
     d.finalize()?;
     Ok(d)
 }
