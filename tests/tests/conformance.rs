@@ -82,6 +82,10 @@ macro_rules! conformance {
                 use super::*;
                 include!("conformance/autograd.rs");
             }
+            mod optim {
+                use super::*;
+                include!("conformance/optim.rs");
+            }
             mod props {
                 use super::*;
                 include!("conformance/props.rs");

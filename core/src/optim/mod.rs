@@ -4,15 +4,18 @@
 //! lazy tensors and realizes them all in one graph, together with any
 //! tensors passed in `with` (the loss, batch-norm statistics), so the
 //! forward, the backward and the update run as one schedule. The update of
-//! each parameter is a fused elementwise expression over the parameter,
-//! its gradient and its state; the scheduler emits one kernel per buffer
-//! written (SGD with momentum: the velocity and the parameter; Adam: the
-//! two moments and the parameter), each reading its inputs once. Values
+//! parameters is a fused elementwise expression over one buffer that holds
+//! every parameter of a dtype and device (`flat`: the parameters are
+//! views of it), the gradients gathered into one buffer alike, and the
+//! state, laid out the same way; the scheduler emits one kernel per buffer
+//! written (SGD with momentum: the velocity and the parameters; Adam: the
+//! two moments and the parameters), whatever the number of parameters. Values
 //! that change every step (bias corrections, the loss scale) are scalar
 //! tensors, not constants, so the compiled schedule is reused from step to
 //! step.
 
 mod adam;
+mod flat;
 mod scaler;
 mod sgd;
 
@@ -20,6 +23,7 @@ pub use adam::{Adam, AdamOptions};
 pub use scaler::GradScaler;
 pub use sgd::Sgd;
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::nn::Param;
 use crate::tensor::Tensor;
@@ -33,15 +37,25 @@ pub trait Optimizer {
     /// realizes `with` in the same graph.
     fn step(&mut self, grads: &[Tensor], with: &[Tensor]) -> Result<()>;
 
+    /// The tensors a step with `grads` would realize (the new parameter
+    /// buffers, then the new state), lazy: nothing is computed and the
+    /// optimiser's state does not change (packing the parameters, which
+    /// the first step does, may happen here). For inspecting what a step
+    /// compiles to, as `train_bench --plan` does.
+    fn updates(&mut self, grads: &[Tensor]) -> Result<Vec<Tensor>>;
+
     /// The leaves to take gradients with respect to, in order.
     fn leaves(&self) -> Vec<Tensor> {
         self.params().iter().map(Param::get).collect()
     }
 
-    /// Every tensor carried from one step to the next: the parameter
-    /// values, then the optimiser's own state (moments, step counters), in
-    /// a fixed order. State that does not exist yet (SGD's velocity before
-    /// the first step) is left out.
+    /// Every tensor carried from one step to the next: the parameters
+    /// (one buffer per dtype and device, of which every parameter is a
+    /// view, once packed: from the first step on, or from construction
+    /// for Adam; each parameter's value before that), then the optimiser's
+    /// own state (moments, step counters), in a fixed order. State that
+    /// does not exist yet (SGD's velocity before the first step) is left
+    /// out.
     fn state(&self) -> Vec<Tensor>;
 
     /// Puts back tensors taken from [`Optimizer::state`] (same order and
@@ -53,7 +67,8 @@ pub trait Optimizer {
     /// in use. Every step then reads and writes the same buffers, which is
     /// what a step recorded once as a CUDA graph needs to replay: take one
     /// ordinary step first (so all state exists), then record closures
-    /// that call this one. Costs one extra copy of the state per step.
+    /// that call this one. Costs one extra copy of the state per step
+    /// (one copy per state buffer, not per parameter).
     fn step_in_place(&mut self, grads: &[Tensor], with: &[Tensor]) -> Result<()> {
         let before = self.state();
         self.step(grads, with)?;
@@ -85,23 +100,6 @@ pub trait Optimizer {
         }
         self.set_state(before)
     }
-}
-
-/// The start of every optimizer's `set_state`: checks `state` against the
-/// current state, writes the parameters (which `state()` lists first) and
-/// returns the rest, the optimizer's own buffers, in order.
-pub(crate) fn restore_params(
-    op: &'static str,
-    params: &[Param],
-    current: &[Tensor],
-    state: Vec<Tensor>,
-) -> Result<std::vec::IntoIter<Tensor>> {
-    check_state(op, current, &state)?;
-    let mut it = state.into_iter();
-    for (p, v) in params.iter().zip(&mut it) {
-        p.set(v)?;
-    }
-    Ok(it)
 }
 
 /// Optimiser state carried to the next step, each tensor in a dense buffer
@@ -197,10 +195,16 @@ pub(crate) fn check_grads(op: &'static str, params: &[Param], grads: &[Tensor]) 
     Ok(())
 }
 
-/// A rank-0 f32 leaf holding `v` on `t`'s device (a tensor, not a
-/// constant, so the graph does not change from step to step).
+/// A rank-0 leaf of `like`'s dtype holding `v` on its device (a tensor,
+/// not a constant, so the graph does not change from step to step).
+/// Uploaded as f64 for f64 parameters (an f32 learning rate would round
+/// every f64 update at about 1e-8), as f32 otherwise (WebGPU has no f64).
 pub(crate) fn scalar_leaf(v: f64, like: &Tensor) -> Result<Tensor> {
-    Tensor::from_vec(vec![v as f32], (), like.device())?.cast(like.dtype())
+    let t = match like.dtype() {
+        DType::F64 => Tensor::from_vec(vec![v], (), like.device())?,
+        _ => Tensor::from_vec(vec![v as f32], (), like.device())?,
+    };
+    t.cast(like.dtype())
 }
 
 /// Realizes `updates` and `with` in one graph.

@@ -1,7 +1,10 @@
 //! Stochastic gradient descent with momentum and weight decay, as PyTorch's
-//! `SGD` (dampening 0, not Nesterov).
+//! `SGD` (dampening 0, not Nesterov). The parameters are packed into one
+//! buffer per dtype and device (`flat`), so a step updates all of them
+//! with one kernel for the velocity and one for the values.
 
-use super::{check_grads, distinct_buffers, realize_step, restore_params, Optimizer, ScalarCache};
+use super::flat::Packing;
+use super::{check_grads, check_state, distinct_buffers, realize_step, Optimizer, ScalarCache};
 use crate::error::Result;
 use crate::nn::Param;
 use crate::tensor::Tensor;
@@ -12,21 +15,49 @@ pub struct Sgd {
     pub lr: f64,
     pub momentum: f64,
     pub weight_decay: f64,
-    velocity: Vec<Option<Tensor>>,
+    packing: Packing,
+    /// One velocity buffer per group, from the first step on (with momentum).
+    velocity: Option<Vec<Tensor>>,
     lr_leaf: ScalarCache,
 }
 
 impl Sgd {
     pub fn new(params: Vec<Param>, lr: f64, momentum: f64, weight_decay: f64) -> Sgd {
-        let velocity = vec![None; params.len()];
+        let packing = Packing::new(&params);
         Sgd {
             params,
             lr,
             momentum,
             weight_decay,
-            velocity,
+            packing,
+            velocity: None,
             lr_leaf: ScalarCache::default(),
         }
+    }
+
+    /// The new parameter buffers and velocities of a step, lazy.
+    fn build(&mut self, grads: &[Tensor]) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
+        check_grads("sgd", &self.params, grads)?;
+        let flats = self.packing.ensure(&self.params)?;
+        let mut new_p = Vec::with_capacity(flats.len());
+        let mut new_v = Vec::with_capacity(flats.len());
+        for (g, w) in flats.iter().enumerate() {
+            let lr = self.lr_leaf.get(self.lr, w)?;
+            let mut d = self.packing.gather(g, grads)?;
+            if self.weight_decay != 0.0 {
+                d = d.add(&w.mul_scalar(self.weight_decay)?)?;
+            }
+            if self.momentum != 0.0 {
+                // v' = momentum·v + d; the first step starts from v = d.
+                d = match &self.velocity {
+                    Some(v) => v[g].mul_scalar(self.momentum)?.add(&d)?,
+                    None => d,
+                };
+                new_v.push(d.clone());
+            }
+            new_p.push(w.sub(&d.mul(&lr)?)?);
+        }
+        Ok((new_p, new_v))
     }
 }
 
@@ -36,58 +67,43 @@ impl Optimizer for Sgd {
     }
 
     fn step(&mut self, grads: &[Tensor], with: &[Tensor]) -> Result<()> {
-        check_grads("sgd", &self.params, grads)?;
-        let mut new_p = Vec::with_capacity(self.params.len());
-        let mut new_v = Vec::with_capacity(self.params.len());
-        for ((p, g), v) in self.params.iter().zip(grads).zip(&self.velocity) {
-            let w = p.value();
-            let lr = self.lr_leaf.get(self.lr, &w)?;
-            let mut d = g.cast(w.dtype())?;
-            if self.weight_decay != 0.0 {
-                d = d.add(&w.mul_scalar(self.weight_decay)?)?;
-            }
-            if self.momentum != 0.0 {
-                // v' = momentum·v + d; the first step starts from v = d.
-                d = match v {
-                    Some(v) => v.mul_scalar(self.momentum)?.add(&d)?,
-                    None => d,
-                };
-                new_v.push(Some(d.clone()));
-            } else {
-                new_v.push(None);
-            }
-            new_p.push(w.sub(&d.mul(&lr)?)?);
-        }
-        let mut updates = new_p.clone();
-        updates.extend(new_v.iter().flatten().cloned());
+        let (new_p, new_v) = self.build(grads)?;
+        let groups = new_p.len();
+        let mut updates = new_p;
+        updates.extend(new_v);
         realize_step(&updates, with)?;
-        for (p, v) in self.params.iter().zip(new_p) {
-            p.set_realized(v);
+        // The first velocity is the gathered gradient, which for a group of
+        // one parameter is that gradient itself (possibly a view): each
+        // state tensor gets a dense buffer of its own, which
+        // `step_in_place` can write into.
+        let mut owned = distinct_buffers(updates)?;
+        let velocity = owned.split_off(groups);
+        self.packing.install(&self.params, owned)?;
+        if self.momentum != 0.0 {
+            self.velocity = Some(velocity);
         }
-        // The first velocity is the gradient itself, which may be a view
-        // (a convolution's weight gradient is a permuted one) or another
-        // parameter's gradient: each gets a buffer of its own so
-        // `step_in_place` can write into it.
-        let mut owned = distinct_buffers(new_v.iter().flatten().cloned().collect())?.into_iter();
-        self.velocity = new_v
-            .into_iter()
-            .map(|v| v.and_then(|_| owned.next()))
-            .collect();
         Ok(())
     }
 
+    fn updates(&mut self, grads: &[Tensor]) -> Result<Vec<Tensor>> {
+        let (mut new_p, new_v) = self.build(grads)?;
+        new_p.extend(new_v);
+        Ok(new_p)
+    }
+
     fn state(&self) -> Vec<Tensor> {
-        let params = self.params.iter().map(Param::value);
-        params
-            .chain(self.velocity.iter().flatten().cloned())
-            .collect()
+        let mut s = self.packing.values(&self.params);
+        s.extend(self.velocity.iter().flatten().cloned());
+        s
     }
 
     fn set_state(&mut self, state: Vec<Tensor>) -> Result<()> {
-        let mut it = restore_params("sgd", &self.params, &self.state(), state)?;
-        for v in self.velocity.iter_mut().flatten() {
-            if let Some(t) = it.next() {
-                *v = t;
+        check_state("sgd", &self.state(), &state)?;
+        let mut it = state.into_iter();
+        self.packing.restore(&self.params, &mut it)?;
+        if let Some(v) = &mut self.velocity {
+            for (slot, t) in v.iter_mut().zip(it) {
+                *slot = t;
             }
         }
         Ok(())

@@ -12,6 +12,7 @@ pub mod fold;
 pub mod fuse_elementwise;
 pub mod fuse_reduce;
 pub mod lower;
+pub mod split_concat;
 pub mod split_reduce;
 pub mod view_elim;
 
@@ -75,6 +76,7 @@ pub fn optimize(g: &mut Graph, limits: &Limits) {
     g.eliminate_dead();
     // One pass splits them all; the reductions it adds are short.
     split_reduce::split_long_reductions(g, limits);
+    split_concat::split_wide_concats(g, limits);
     // Each pass strictly shrinks the graph or rewrites a node into a final
     // form, so the loop ends; the bound guards against a pass bug.
     for _ in 0..64 {

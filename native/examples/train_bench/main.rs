@@ -6,7 +6,9 @@
 //!
 //! Each in f32 eager, bf16 autocast eager, and (on CUDA) bf16 autocast with
 //! the step recorded once as a CUDA graph and replayed (the step keeps its
-//! state in place: `Optimizer::step_in_place`, `Tensor::assign`). Eager
+//! state in place: `Optimizer::step_in_place`, the batch-norm statistics
+//! through one `PackedRunningStats` buffer, or with `--separate-bn-copies`
+//! one `Tensor::assign` per tensor). Eager
 //! steps build, compile (cached) and launch the graph each time. Warm-up 5,
 //! then `--reps` timed steps (MLP, default 100) or `--resnet-reps` (default
 //! 30), median, p10 and p90, the device synchronized before the clock
@@ -36,7 +38,7 @@ mod plan;
 use std::time::Instant;
 
 use fusegraph::backend::cpu::reference;
-use fusegraph::nn;
+use fusegraph::nn::{self, PackedRunningStats};
 use fusegraph::optim::{Adam, AdamOptions, Optimizer, Sgd};
 use fusegraph::{autograd, DType, Device, Error, Result, Tensor};
 use models::{Mlp, Model, ResNet18};
@@ -51,6 +53,13 @@ fn main() {
     }
 }
 
+/// `--separate-bn-copies`: in a recorded step, copy each batch norm's
+/// statistics back on its own instead of through one packed buffer
+/// (`PackedRunningStats`), to compare the two.
+fn separate_bn_copies() -> bool {
+    std::env::args().any(|a| a == "--separate-bn-copies")
+}
+
 /// How a case runs its steps.
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
@@ -60,14 +69,16 @@ enum Mode {
 }
 
 /// One training step. `in_place` keeps parameters, optimiser state and
-/// batch-norm statistics in their buffers (what a replayed graph needs).
+/// batch-norm statistics in their buffers (what a replayed graph needs);
+/// with `packed` the statistics go back with one copy instead of two per
+/// layer.
 fn step(
     net: &dyn Model,
     opt: &mut dyn Optimizer,
     x: &Tensor,
     y: &Tensor,
     autocast: Option<DType>,
-    in_place: bool,
+    in_place: Option<Option<&PackedRunningStats>>,
 ) -> Result<Tensor> {
     let bns = net.batch_norms();
     let before: Vec<(Tensor, Tensor)> = bns.iter().map(|b| b.running_stats()).collect();
@@ -79,13 +90,24 @@ fn step(
     let leaves = opt.leaves();
     let refs: Vec<&Tensor> = leaves.iter().collect();
     let grads = autograd::grad(&loss, &refs)?;
-    let after: Vec<(Tensor, Tensor)> = bns.iter().map(|b| b.running_stats()).collect();
     let mut with = vec![loss.clone()];
-    with.extend(after.iter().flat_map(|(m, v)| [m.clone(), v.clone()]));
-    if !in_place {
+    let Some(packed) = in_place else {
+        with.extend(bns.iter().flat_map(|b| {
+            let (m, v) = b.running_stats();
+            [m, v]
+        }));
         opt.step(&grads, &with)?;
         return Ok(loss);
+    };
+    if let Some(packed) = packed {
+        let stats = packed.gather(&bns)?;
+        with.push(stats.clone());
+        opt.step_in_place(&grads, &with)?;
+        packed.keep(&bns, &stats)?;
+        return Ok(loss);
     }
+    let after: Vec<(Tensor, Tensor)> = bns.iter().map(|b| b.running_stats()).collect();
+    with.extend(after.iter().flat_map(|(m, v)| [m.clone(), v.clone()]));
     opt.step_in_place(&grads, &with)?;
     for ((bn, old), new) in bns.iter().zip(before).zip(&after) {
         old.0.assign(&new.0)?;
@@ -160,14 +182,20 @@ fn time_case(c: Case, x: &Tensor, y: &Tensor, dev: Device) -> Result<String> {
     } = c;
     let batch = x.shape()[0];
     let compile = Instant::now();
-    let first = step(net, opt.as_mut(), x, y, autocast, false)?;
+    let first = step(net, opt.as_mut(), x, y, autocast, None)?;
     let first = first.item::<f32>()?;
     let first_step_s = compile.elapsed().as_secs_f64();
     // A step that replays: recorded once (which runs it), then launched.
     let mut run: Box<dyn FnMut() -> Result<Tensor> + '_> = match mode {
-        Mode::Eager => Box::new(|| step(net, opt.as_mut(), x, y, autocast, false)),
+        Mode::Eager => Box::new(|| step(net, opt.as_mut(), x, y, autocast, None)),
         Mode::Graph => {
-            let graph = capture(dev, || step(net, opt.as_mut(), x, y, autocast, true))?;
+            let bns = net.batch_norms();
+            let packed = match bns.is_empty() || separate_bn_copies() {
+                true => None,
+                false => Some(PackedRunningStats::new(&bns)?),
+            };
+            let in_place = Some(packed.as_ref());
+            let graph = capture(dev, || step(net, opt.as_mut(), x, y, autocast, in_place))?;
             Box::new(move || {
                 graph.replay()?;
                 Ok(graph.value().clone())

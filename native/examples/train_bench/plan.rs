@@ -1,11 +1,13 @@
 //! `--plan`: what the ResNet-18 training step compiles to on a CUDA target,
-//! without a GPU. The step (bf16 autocast forward, cross-entropy, gradients)
-//! is built lazily on the CPU device and compiled with the CUDA backend's
-//! fusion limits; the kernels are listed by kind with the bytes each reads
-//! and writes, the largest first, so fusion changes can be judged by the
-//! memory traffic they save before a GPU run.
+//! without a GPU. The step (bf16 autocast forward, cross-entropy, gradients
+//! and the SGD update of every parameter) is built lazily on the CPU device
+//! and compiled with the CUDA backend's fusion limits; the kernels are
+//! listed by kind with the bytes each reads and writes, the largest first,
+//! so fusion changes can be judged by the memory traffic they save before
+//! a GPU run.
 
 use fusegraph::codegen::{render, RenderOptions};
+use fusegraph::optim::{Optimizer, Sgd};
 use fusegraph::passes::Limits;
 use fusegraph::runtime::compiled_for;
 use fusegraph::schedule::kernel::{Body, ExprNode, Kernel};
@@ -37,7 +39,16 @@ pub fn print_plan(batch: usize, with_args: bool) -> Result<()> {
     let logits = nn::autocast(DType::BF16, || net.forward(&x))?;
     let loss = logits.cast(DType::F32)?.cross_entropy(&y)?;
     let refs: Vec<&Tensor> = leaves.iter().collect();
-    let mut outs = autograd::grad(&loss, &refs)?;
+    let grads = autograd::grad(&loss, &refs)?;
+    // The update as the benchmark's optimiser builds it: SGD with momentum
+    // after its first step (a velocity exists), all parameters packed.
+    let mut opt = Sgd::new(params.clone(), 0.1, 0.9, 0.0);
+    let zero: Vec<Tensor> = params
+        .iter()
+        .map(|p| Tensor::zeros(p.shape(), DType::F32, &dev))
+        .collect::<Result<_>>()?;
+    opt.step(&zero, &[])?;
+    let mut outs = opt.updates(&grads)?;
     outs.push(loss);
     let compiled = compiled_for(&outs, &cuda_limits())?;
     let steps = &compiled.schedule.steps;
