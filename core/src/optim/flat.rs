@@ -111,8 +111,8 @@ impl Packing {
                     .map(|&i| params[i].value().flatten())
                     .collect::<Result<_>>()?;
                 let refs: Vec<&Tensor> = parts.iter().collect();
-                // `to_new_buffer`: a single member's flatten is its own
-                // buffer, which must not become the group's.
+                // A new buffer even for a single member, whose flatten
+                // could be a view of a buffer that is not the group's.
                 flats.push(Tensor::concat(&refs, 0)?.to_new_buffer()?);
             }
             self.install(params, flats)?;

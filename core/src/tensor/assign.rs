@@ -7,10 +7,8 @@
 
 use std::sync::Arc;
 
-use crate::backend::cpu::CpuStorage;
 use crate::backend::Storage;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -34,19 +32,12 @@ impl Tensor {
         self.to_new_buffer()
     }
 
-    /// A realized copy of this tensor in a new dense buffer, always.
+    /// A realized copy of this tensor in a new dense buffer, always: a
+    /// copy kernel, so it works on every backend (wgpu cannot copy into an
+    /// existing buffer) and the buffer is this tensor's alone.
     pub(crate) fn to_new_buffer(&self) -> Result<Tensor> {
-        self.realize()?;
-        let zeros = CpuStorage::try_zeros("assign", self.dtype(), self.numel())?;
-        let out = Tensor::from_storage(zeros, Layout::contiguous(self.shape()), self.device)?;
-        out.assign(self)?;
-        // On the CPU `assign` hands the source's buffer over instead of
-        // copying into the destination; here a buffer of its own is the point.
-        if out.shares_storage(self) {
-            if let Some(Storage::Cpu(s)) = out.node.storage().as_deref() {
-                out.node.set_ready(Arc::new(Storage::Cpu(s.clone())));
-            }
-        }
+        let out = self.copy_contiguous()?;
+        out.realize()?;
         Ok(out)
     }
 
