@@ -15,7 +15,9 @@
 //! address, as library calls (cuBLAS, cuDNN) prefer.
 //!
 //! A parameter given a new value with [`Param::set`] no longer views its
-//! group's buffer; the next step notices and packs the group again.
+//! group's buffer; the next step notices and packs the group again (a
+//! value of another dtype, device or size is refused: its place in the
+//! buffer no longer fits).
 
 use crate::device::Device;
 use crate::dtype::DType;
@@ -105,15 +107,16 @@ impl Packing {
         if !current {
             let mut flats = Vec::with_capacity(self.groups.len());
             for g in &self.groups {
+                g.check_members(params)?;
                 let parts: Vec<Tensor> = g
                     .members
                     .iter()
                     .map(|&i| params[i].value().flatten())
                     .collect::<Result<_>>()?;
                 let refs: Vec<&Tensor> = parts.iter().collect();
-                // A new buffer even for a single member, whose flatten
-                // could be a view of a buffer that is not the group's.
-                flats.push(Tensor::concat(&refs, 0)?.to_new_buffer()?);
+                // A buffer of the group's own: a copy where the concat of
+                // a single member is a view of a larger buffer.
+                flats.push(Tensor::concat(&refs, 0)?.to_owned_buffer()?);
             }
             self.install(params, flats)?;
         }
@@ -187,6 +190,35 @@ impl Packing {
 }
 
 impl Group {
+    /// Refuses members whose dtype, device or size changed since the
+    /// groups were planned (a parameter given a new value of another
+    /// shape): their place in the buffer no longer fits.
+    fn check_members(&self, params: &[Param]) -> Result<()> {
+        for (k, &i) in self.members.iter().enumerate() {
+            let v = params[i].value();
+            let end = self.offsets.get(k + 1).copied().unwrap_or(self.numel);
+            let fits = v.dtype() == self.dtype
+                && *v.device() == self.device
+                && v.numel() == end - self.offsets[k];
+            if !fits {
+                return Err(Error::InvalidArgument {
+                    op: "optimizer",
+                    what: "parameter",
+                    expected: "the dtype, device and size it had when the optimiser was made",
+                    got: format!(
+                        "parameter {i}: {:?} {} of shape {:?}, planned as {} {} elements",
+                        v.dtype(),
+                        v.device().name(),
+                        v.shape(),
+                        self.dtype.name(),
+                        end - self.offsets[k]
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// True when every member's value is its view of `flat`.
     fn views_of(&self, params: &[Param], flat: &Tensor) -> bool {
         self.members.iter().zip(&self.offsets).all(|(&i, &off)| {

@@ -155,6 +155,12 @@ fn a_parameter_replaced_between_steps_is_packed_again() -> Result<()> {
     assert_eq!(a.value().to_vec_f64()?, vec![9.5, 19.5, 29.5]);
     assert_eq!(b.value().to_vec_f64()?, vec![2.0, 3.0]);
     assert!(a.value().shares_storage(&b.value()), "packed again");
+    // A new value of another size no longer fits its place: refused, with
+    // the parameter named.
+    a.set(leaf(&[1.0, 2.0], &[2], DType::F32, &dev)?)?;
+    let g2 = [g[1].clone(), g[1].clone()];
+    let err = opt.step(&g2, &[]).unwrap_err().to_string();
+    assert!(err.contains("parameter 0") && err.contains("[2]"), "{err}");
     Ok(())
 }
 
