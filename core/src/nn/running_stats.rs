@@ -43,9 +43,12 @@ impl PackedRunningStats {
                 op: "PackedRunningStats::new",
             });
         }
-        let channels: Vec<usize> = layers.iter().map(|l| l.running_stats().0.numel()).collect();
-        let flat = end_to_end(layers)?.to_new_buffer()?;
-        let packed = PackedRunningStats { flat, channels };
+        // The concat's output is a new buffer of its own.
+        let flat = end_to_end(layers)?.to_owned_buffer()?;
+        let packed = PackedRunningStats {
+            flat,
+            channels: channels_of(layers),
+        };
         packed.point(layers)?;
         Ok(packed)
     }
@@ -82,7 +85,7 @@ impl PackedRunningStats {
     }
 
     fn check(&self, layers: &[&BatchNorm2d]) -> Result<()> {
-        let channels: Vec<usize> = layers.iter().map(|l| l.running_stats().0.numel()).collect();
+        let channels = channels_of(layers);
         if channels == self.channels {
             return Ok(());
         }
@@ -93,6 +96,11 @@ impl PackedRunningStats {
             got: format!("channels {channels:?} for {:?}", self.channels),
         })
     }
+}
+
+/// Channels of each layer, in order.
+fn channels_of(layers: &[&BatchNorm2d]) -> Vec<usize> {
+    layers.iter().map(|l| l.running_stats().0.numel()).collect()
 }
 
 /// Every layer's running mean and variance, end to end (lazy).

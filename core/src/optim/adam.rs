@@ -61,8 +61,9 @@ pub struct Adam {
     moments: Vec<(Tensor, Tensor)>,
     /// `(1 - beta1^t, 1 - beta2^t)` as f32 device scalars (f64 with f64
     /// parameters), advanced on the device by `c' = (1 - beta) + beta·c`
-    /// (no cancellation, so no loss of precision as `beta^t` nears 1): a recorded step that replays still
-    /// corrects by the right step count. `None` without parameters.
+    /// (no cancellation, so no loss of precision as `beta^t` nears 1): a
+    /// recorded step that replays still corrects by the right step count.
+    /// `None` without parameters.
     bias: Option<(Tensor, Tensor)>,
     lr_leaf: ScalarCache,
     decay_leaf: ScalarCache,

@@ -35,19 +35,20 @@ pub fn print_plan(batch: usize, with_args: bool) -> Result<()> {
     )?;
     Tensor::realize_all(&[x.clone(), y.clone()])?;
     let params = net.parameters();
-    let leaves: Vec<Tensor> = params.iter().map(|p| p.get()).collect();
-    let logits = nn::autocast(DType::BF16, || net.forward(&x))?;
-    let loss = logits.cast(DType::F32)?.cross_entropy(&y)?;
-    let refs: Vec<&Tensor> = leaves.iter().collect();
-    let grads = autograd::grad(&loss, &refs)?;
     // The update as the benchmark's optimiser builds it: SGD with momentum
-    // after its first step (a velocity exists), all parameters packed.
-    let mut opt = Sgd::new(params.clone(), 0.1, 0.9, 0.0);
+    // after its first step (a velocity exists, the parameters are packed,
+    // so the forward below reads them as views of the packed buffer).
     let zero: Vec<Tensor> = params
         .iter()
         .map(|p| Tensor::zeros(p.shape(), DType::F32, &dev))
         .collect::<Result<_>>()?;
+    let mut opt = Sgd::new(params, 0.1, 0.9, 0.0);
     opt.step(&zero, &[])?;
+    let leaves = opt.leaves();
+    let logits = nn::autocast(DType::BF16, || net.forward(&x))?;
+    let loss = logits.cast(DType::F32)?.cross_entropy(&y)?;
+    let refs: Vec<&Tensor> = leaves.iter().collect();
+    let grads = autograd::grad(&loss, &refs)?;
     let mut outs = opt.updates(&grads)?;
     outs.push(loss);
     let compiled = compiled_for(&outs, &cuda_limits())?;
