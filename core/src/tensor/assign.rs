@@ -33,8 +33,8 @@ impl Tensor {
     }
 
     /// A realized copy of this tensor in a new dense buffer, always: a
-    /// copy kernel, so it works on every backend (wgpu cannot copy into an
-    /// existing buffer) and the buffer is this tensor's alone.
+    /// copy kernel, which reads any view (strided, or at any offset) on
+    /// every backend, and the buffer is this tensor's alone.
     pub(crate) fn to_new_buffer(&self) -> Result<Tensor> {
         let out = self.copy_contiguous()?;
         out.realize()?;
@@ -99,8 +99,14 @@ impl Tensor {
                 ),
             });
         }
-        let src = src.contiguous()?;
+        let mut src = src.contiguous()?;
         src.realize()?;
+        // wgpu copies whole 4-byte words: a source that starts inside one
+        // (a u8, bool or 16-bit view at an odd offset) gets a buffer of
+        // its own first. Rare, so done for every backend alike.
+        if (src.layout().offset * src.dtype().size_in_bytes()) % 4 != 0 {
+            src = src.to_new_buffer()?;
+        }
         let from = src.node.storage().ok_or_else(|| Error::Backend {
             op,
             message: "the source has no storage after realize".into(),

@@ -192,3 +192,71 @@ fn realize_all_computes_shared_work_once() -> Result<()> {
     check("realize_all b", &b)?;
     Ok(())
 }
+
+/// `assign` writes into the buffer the destination already holds, for
+/// every dtype the backend stores, from sources that are a whole buffer,
+/// a slice at a word-aligned offset and a slice at an odd one (wgpu copies
+/// whole 4-byte words: a u8, bool or 16-bit source there gets a buffer of
+/// its own first); lengths that do not fill a word included.
+#[test]
+fn assign_writes_every_dtype_into_the_existing_buffer() -> Result<()> {
+    let d = dev!();
+    let dtypes = supported(
+        &d,
+        &[DType::F32, DType::I32, DType::U8, DType::Bool, DType::F16, DType::BF16, DType::F64],
+    );
+    for dtype in dtypes {
+        for n in [1usize, 3, 7, 8] {
+            let values = |seed: usize| -> Vec<f64> {
+                (0..n + 5)
+                    .map(|i| match dtype {
+                        DType::Bool => ((i + seed) % 2) as f64,
+                        DType::U8 => ((i * 7 + seed) % 200) as f64,
+                        DType::I32 => i as f64 - 2.0 + seed as f64,
+                        _ => (i as f64 - 2.0) * 0.5 + seed as f64,
+                    })
+                    .collect()
+            };
+            let dst = leaf(&values(1)[..n], &[n], dtype, &d)?;
+            dst.realize()?;
+            let big = leaf(&values(3), &[n + 5], dtype, &d)?;
+            for offset in [0usize, 1, 4] {
+                let src = big.narrow(0, offset, n)?;
+                dst.assign(&src)?;
+                assert_eq!(
+                    dst.to_vec_f64()?,
+                    values(3)[offset..offset + n].to_vec(),
+                    "{dtype} n={n} offset={offset}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The destination keeps its buffer on a GPU: a tensor that shares it
+/// (a parameter's view of its packed buffer, say) reads the new values.
+#[test]
+fn assign_is_seen_through_views_of_the_destination_on_devices() -> Result<()> {
+    let d = dev!();
+    let dst = leaf(&[1.0, 2.0, 3.0, 4.0], &[4], DType::F32, &d)?;
+    dst.realize()?;
+    let tail = dst.narrow(0, 2, 2)?;
+    tail.realize()?;
+    dst.assign(&leaf(&[5.0, 6.0, 7.0, 8.0], &[4], DType::F32, &d)?)?;
+    assert_eq!(dst.to_vec_f64()?, vec![5.0, 6.0, 7.0, 8.0]);
+    if matches!(d, Device::Wgpu | Device::Cuda(_)) {
+        // The CPU gives the node a fresh buffer instead (nothing records
+        // its address there), so only devices share the write.
+        assert!(tail.shares_storage(&dst));
+        assert_eq!(tail.to_vec_f64()?, vec![7.0, 8.0]);
+    }
+    // A destination that is a view, or lazy, is refused with its shape named.
+    let view = dst.narrow(0, 1, 2)?;
+    let err = view.assign(&leaf(&[0.0, 0.0], &[2], DType::F32, &d)?).unwrap_err().to_string();
+    assert!(err.contains("assign") && err.contains("[2]"), "{err}");
+    let lazy = dst.add_scalar(1.0)?;
+    let err = lazy.assign(&dst).unwrap_err().to_string();
+    assert!(err.contains("lazy") && err.contains("[4]"), "{err}");
+    Ok(())
+}

@@ -184,3 +184,64 @@ fn many_parameters_gather_within_the_binding_limit() -> Result<()> {
     }
     Ok(())
 }
+
+/// A step kept in place (`step_in_place`, what a recorded CUDA graph
+/// replays) gives the parameters an ordinary step gives, and every state
+/// buffer stays the one it was: parameters, velocity, moments and Adam's
+/// bias corrections are written, not replaced.
+#[test]
+fn steps_kept_in_place_match_ordinary_steps_and_keep_their_buffers() -> Result<()> {
+    let dev = dev!();
+    let shapes: [&[usize]; 3] = [&[3, 5], &[64], &[7]];
+    let make_params = || -> Result<Vec<Param>> {
+        shapes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let v = Input::uniform(s, 300 + i as u64, -1.0, 1.0).values;
+                Param::new(leaf(&v, s, DType::F32, &dev)?)
+            })
+            .collect()
+    };
+    let grads = |t: u64| -> Result<Vec<Tensor>> {
+        shapes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let v = Input::uniform(s, 400 + 10 * t + i as u64, -2.0, 2.0).values;
+                leaf(&v, s, DType::F32, &dev)
+            })
+            .collect()
+    };
+    type Make = fn(Vec<Param>) -> Result<Box<dyn Optimizer>>;
+    let makers: [(&str, Make); 2] = [
+        ("sgd", |p| Ok(Box::new(Sgd::new(p, 0.1, 0.9, 0.01)))),
+        ("adamw", |p| Ok(Box::new(Adam::new(p, AdamOptions::adamw(0.01))?))),
+    ];
+    for (name, make) in makers {
+        let plain = make_params()?;
+        let mut ordinary = make(plain.clone())?;
+        let kept = make_params()?;
+        let mut in_place = make(kept.clone())?;
+        // One ordinary step makes the state; the rest write into it.
+        ordinary.step(&grads(0)?, &[])?;
+        in_place.step(&grads(0)?, &[])?;
+        let before = in_place.state();
+        for t in 1..4 {
+            ordinary.step(&grads(t)?, &[])?;
+            in_place.step_in_place(&grads(t)?, &[])?;
+        }
+        let after = in_place.state();
+        assert_eq!(before.len(), after.len(), "{name}");
+        for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+            assert!(a.shares_storage(b), "{name}: state tensor {i} got a new buffer");
+        }
+        for (i, (p, q)) in plain.iter().zip(&kept).enumerate() {
+            let want = p.value().to_vec_f64()?;
+            // The same kernels on the same values: equal, not just close.
+            assert_eq!(q.value().to_vec_f64()?, want, "{name}: parameter {i}");
+            assert!(q.value().shares_storage(&after[0]), "{name}: parameter {i} views the buffer");
+        }
+    }
+    Ok(())
+}

@@ -28,6 +28,7 @@
 //!   reported by the next call; read back with [`download_async`] there.
 
 mod context;
+mod copy;
 mod exec;
 mod pipelines;
 mod pool;
@@ -271,6 +272,10 @@ impl Backend for WgpuBackend {
 
     fn synchronize(&self) -> Result<()> {
         self.gpu.wait("synchronize")
+    }
+
+    fn copy(&self, src: &Storage, src_offset: usize, dst: &Storage, len: usize) -> Result<()> {
+        copy::copy_into(&self.gpu, src, src_offset, dst, len)
     }
 }
 
