@@ -68,7 +68,11 @@ fn split(g: &mut Graph, i: usize, width: usize) -> usize {
         *o = shift(*o);
     }
     g.nodes[i].inputs = (i..i + added).collect();
-    g.nodes.splice(i..i, runs);
+    // Not `splice`: its drop guard is a code path of its own, which the
+    // wasm builds would carry for this one call.
+    let rest = g.nodes.split_off(i);
+    g.nodes.extend(runs);
+    g.nodes.extend(rest);
     added
 }
 
