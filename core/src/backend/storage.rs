@@ -50,6 +50,36 @@ impl Storage {
         self.len() == 0
     }
 
+    /// Refuses a copy of `len` elements of `self`, from element
+    /// `src_offset`, over the first `len` elements of `dst` that would
+    /// reach past either buffer or change the dtype: the check every
+    /// backend's [`crate::backend::Backend::copy`] makes before it queues
+    /// the copy.
+    pub fn check_copy_into(
+        &self,
+        op: &'static str,
+        src_offset: usize,
+        dst: &Storage,
+        len: usize,
+    ) -> Result<()> {
+        let fits = src_offset
+            .checked_add(len)
+            .is_some_and(|end| end <= self.len());
+        if fits && len <= dst.len() && self.dtype() == dst.dtype() {
+            return Ok(());
+        }
+        Err(Error::Backend {
+            op,
+            message: format!(
+                "{len} elements from offset {src_offset} of a {} buffer of {} into a {} buffer of {}",
+                self.dtype(),
+                self.len(),
+                dst.dtype(),
+                dst.len()
+            ),
+        })
+    }
+
     pub fn device(&self) -> Device {
         match self {
             Storage::Cpu(_) => Device::Cpu,

@@ -392,18 +392,7 @@ impl Backend for CudaBackend {
         self.bind()?;
         let (from, to) = (self.ptr_of(src)?, self.ptr_of(dst)?);
         let size = src.dtype().size_in_bytes();
-        if src_offset + len > src.len() || len > dst.len() || src.dtype() != dst.dtype() {
-            return Err(Error::Backend {
-                op: "cuda copy",
-                message: format!(
-                    "{len} elements from offset {src_offset} of a {} buffer of {} into a {} buffer of {}",
-                    src.dtype(),
-                    src.len(),
-                    dst.dtype(),
-                    dst.len()
-                ),
-            });
-        }
+        src.check_copy_into("cuda copy", src_offset, dst, len)?;
         if len == 0 {
             return Ok(());
         }

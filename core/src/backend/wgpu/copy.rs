@@ -29,22 +29,20 @@ pub(crate) fn copy_into(
 ) -> Result<()> {
     let op = "assign";
     let (from, to) = (buffer_of(src, op)?, buffer_of(dst, op)?);
+    src.check_copy_into(op, src_offset, dst, len)?;
     let size = src.dtype().size_in_bytes();
     let start = src_offset * size;
     let bytes = len * size;
     let whole = bytes.div_ceil(WORD) * WORD;
-    let fits = src_offset + len <= src.len() && len <= dst.len();
     let aligned = start % WORD == 0 && (whole == bytes || len == dst.len());
-    if !fits || !aligned || src.dtype() != dst.dtype() {
+    if !aligned {
         return Err(Error::Backend {
             op,
             message: format!(
                 "wgpu copies whole {WORD}-byte words: cannot copy {len} {} elements from \
-                 element {src_offset} of {} into {} elements of {}",
+                 element {src_offset} into {} elements",
                 src.dtype(),
-                src.len(),
-                dst.len(),
-                dst.dtype()
+                dst.len()
             ),
         });
     }
