@@ -480,7 +480,18 @@ export class Tensor {
     const h = this._handle();
     // The call consumes the handles it is given: cloned last, after every check.
     const [wh, bh] = cloneOptional('layerNorm', [o.weight, o.bias]);
-    return new Tensor(guard(() => emptyElementwise(h, (z) => z.layerNorm(normalizedDims, wh, bh, eps)) ?? h.layerNorm(normalizedDims, wh, bh, eps)));
+    let consumed = false;
+    const norm = (z) => {
+      consumed = true;
+      return z.layerNorm(normalizedDims, wh, bh, eps);
+    };
+    try {
+      return new Tensor(guard(() => emptyElementwise(h, norm) ?? norm(h)));
+    } finally {
+      // An empty input whose stand-in cannot be made (a zero dim beside
+      // dims of 2^31) fails before the bindings take the clones.
+      if (!consumed) [wh, bh].forEach((c) => c?.free());
+    }
   }
 
   cast(dtype) {

@@ -800,6 +800,13 @@ test('a failing concat or layerNorm frees the handles it cloned', () => {
   assert.equal(code(() => fg.concat([a, a, gone])), 'FG_DISPOSED');
   assert.equal(code(() => fg.concat([a, 3])), 'FG_INVALID_ARGUMENT');
   assert.equal(code(() => a.layerNorm(1, { weight: a, bias: gone })), 'FG_DISPOSED');
+  // Empty, but its stand-in (zero dims made 1) is too big to make: the
+  // clones of weight and bias leaked (fuzz seed 1400059817).
+  const base = fg.tensor(new Float32Array(0), [1, 1, 0]);
+  const empty = base.expand([2 ** 31, 2 ** 31, 0]);
+  const c = code(() => empty.layerNorm(1, { weight: a, bias: a }));
+  assert.ok(c.startsWith('FG_'), c);
+  [base, empty].forEach((t) => t.dispose());
   a.dispose();
   assert.equal(fg.liveTensors(), before);
 });
@@ -856,6 +863,12 @@ test('allocating past wasm32 memory gives FG_OUT_OF_MEMORY, not a trap', { skip:
   const a = fg.zeros([2 ** 29 - 2 ** 10], { dtype: 'f32' }).add(1).realize();
   assert.equal(code(() => a.mul(2).realize().size), 'FG_OUT_OF_MEMORY');
   a.dispose();
+  // An f16 matmul whose operands fit (1.2 GB) but not as f32 (2.4 GB, past
+  // isize::MAX): the CPU matmul's f32 copies trapped (fuzz seed 1397026970).
+  const h = fg.arange(0.5, -(2 ** 31), -3.5, { dtype: 'f16' });
+  assert.deepEqual(h.shape, [613566757]);
+  assert.equal(code(() => h.matmul(h).toArraySync()), 'FG_OUT_OF_MEMORY');
+  h.dispose();
   // The instance goes on.
   assert.equal(code(() => fg.ones([3]).add(1).toArraySync()), 'ok 2,2,2');
 });

@@ -103,12 +103,12 @@ pub fn exp_f32_with(x: f32, k: &ExpConsts) -> f32 {
 /// [`ExpConsts`] (opaque, so they stay in registers through a loop).
 #[derive(Clone, Copy)]
 pub struct ExpNonPositiveConsts {
-    log2e: f32,
-    magic: f32,
-    minus_ln2_hi: f32,
-    minus_ln2_lo: f32,
-    c: [f32; 5],
-    cutoff: f32,
+    pub(super) log2e: f32,
+    pub(super) magic: f32,
+    pub(super) minus_ln2_hi: f32,
+    pub(super) minus_ln2_lo: f32,
+    pub(super) c: [f32; 5],
+    pub(super) cutoff: f32,
 }
 
 impl ExpNonPositiveConsts {

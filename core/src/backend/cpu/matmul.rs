@@ -9,8 +9,10 @@ use crate::backend::cpu::map::{walks, Linear, BLOCK, CHUNK};
 use crate::backend::cpu::par::for_blocks;
 #[cfg(feature = "rayon")]
 use crate::backend::cpu::par::threads;
+use crate::backend::cpu::storage::{try_collect, try_zeroed};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::{DType, Element};
+use crate::error::Result;
 use crate::layout::Layout;
 use crate::schedule::kernel::{ExprNode, MatmulBody};
 use crate::shape::next_coords;
@@ -46,23 +48,31 @@ impl<T> FloatSrc<'_, T> {
     }
 }
 
-fn as_f32(s: &CpuStorage) -> FloatSrc<'_, f32> {
+/// The operand as f32: borrowed when it is f32, else converted into a
+/// fallibly allocated copy (an f16 operand of 600M elements needs 2.4 GB
+/// as f32, which a wasm32 heap cannot hold: an error, not a trap).
+fn as_f32(s: &CpuStorage) -> Result<FloatSrc<'_, f32>> {
     match s {
-        CpuStorage::F32(v) => FloatSrc::Borrowed(v),
-        other => FloatSrc::Owned(crate::with_storage!(other, |v| v
-            .iter()
-            .map(|x| Element::to_f64(*x) as f32)
-            .collect())),
+        CpuStorage::F32(v) => Ok(FloatSrc::Borrowed(v)),
+        other => crate::with_storage!(other, |v| try_collect(
+            "matmul",
+            v.len(),
+            v.iter().map(|x| Element::to_f64(*x) as f32)
+        )
+        .map(FloatSrc::Owned)),
     }
 }
 
-fn as_f64(s: &CpuStorage) -> FloatSrc<'_, f64> {
+/// The operand as f64 (see [`as_f32`]).
+fn as_f64(s: &CpuStorage) -> Result<FloatSrc<'_, f64>> {
     match s {
-        CpuStorage::F64(v) => FloatSrc::Borrowed(v),
-        other => FloatSrc::Owned(crate::with_storage!(other, |v| v
-            .iter()
-            .map(|x| Element::to_f64(*x))
-            .collect())),
+        CpuStorage::F64(v) => Ok(FloatSrc::Borrowed(v)),
+        other => crate::with_storage!(other, |v| try_collect(
+            "matmul",
+            v.len(),
+            v.iter().map(|x| Element::to_f64(*x))
+        )
+        .map(FloatSrc::Owned)),
     }
 }
 
@@ -175,8 +185,8 @@ pub fn run_matmul(
     let plain = mm.epilogue.nodes.len() == 1 && matches!(mm.epilogue.nodes[mm.out], ExprNode::Acc);
     match mm.acc_dtype {
         DType::F64 => {
-            let (a, b) = (as_f64(args[0]), as_f64(args[1]));
-            let mut acc = vec![0f64; total];
+            let (a, b) = (as_f64(args[0])?, as_f64(args[1])?);
+            let mut acc = try_zeroed::<f64>("matmul", total)?;
             gemm_batched(mm, a.slice(), b.slice(), &mut acc);
             epilogue::<f64>(mm, args, &acc, out);
         }
@@ -187,17 +197,17 @@ pub fn run_matmul(
                     message: "i32 matmul needs i32 operands".into(),
                 });
             };
-            let mut acc = vec![0f64; total];
+            let mut acc = try_zeroed::<f64>("matmul", total)?;
             int_matmul(mm, a, b, &mut acc);
             epilogue::<f64>(mm, args, &acc, out);
         }
         _ => {
-            let (a, b) = (as_f32(args[0]), as_f32(args[1]));
+            let (a, b) = (as_f32(args[0])?, as_f32(args[1])?);
             if let (true, CpuStorage::F32(o)) = (plain, &mut *out) {
                 gemm_batched(mm, a.slice(), b.slice(), o);
                 return Ok(());
             }
-            let mut acc = vec![0f32; total];
+            let mut acc = try_zeroed::<f32>("matmul", total)?;
             gemm_batched(mm, a.slice(), b.slice(), &mut acc);
             epilogue::<f32>(mm, args, &acc, out);
         }

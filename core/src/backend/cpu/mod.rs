@@ -17,6 +17,8 @@ pub mod reduce;
 mod reduce_columns;
 pub mod reference;
 pub mod softmax_rows;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod softmax_simd128;
 pub mod storage;
 
 pub use storage::CpuStorage;

@@ -10,11 +10,13 @@
 //! `exp_f32`, the same `* (1 / sum)`), so both paths agree to rounding of
 //! the sum.
 
-use crate::backend::cpu::fastmath::{
-    exp_f32_with, exp_nonpositive_with, ExpConsts, ExpNonPositiveConsts,
-};
+use crate::backend::cpu::fastmath::{exp_f32_with, ExpConsts};
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+use crate::backend::cpu::fastmath::{exp_nonpositive_with, ExpNonPositiveConsts};
 use crate::backend::cpu::par::{for_blocks, threads};
 use crate::backend::cpu::reduce::Acc;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+use crate::backend::cpu::softmax_simd128::{row_max, store_exp_minus_max_and_sum};
 use crate::backend::cpu::CpuStorage;
 use crate::graph::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::layout::Layout;
@@ -129,8 +131,7 @@ fn softmax_row(x: &[f32], out: &mut [f32]) {
     // exponential holds; a NaN or infinite max (NaN in the row, +inf, or a
     // row of -inf) makes NaNs, which the full-range one propagates.
     let total = if m.is_finite() {
-        let k = ExpNonPositiveConsts::opaque();
-        store_exp_and_sum(x, out, |v| exp_nonpositive_with(v - m, &k))
+        store_exp_minus_max_and_sum(x, out, m)
     } else {
         let k = ExpConsts::opaque();
         store_exp_and_sum(x, out, |v| exp_f32_with(v - m, &k))
@@ -139,6 +140,13 @@ fn softmax_row(x: &[f32], out: &mut [f32]) {
     for o in out.iter_mut() {
         *o *= scale;
     }
+}
+
+/// `out = exp(x - m)` for a finite `m`, and the sum of `out`.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+fn store_exp_minus_max_and_sum(x: &[f32], out: &mut [f32], m: f32) -> f32 {
+    let k = ExpNonPositiveConsts::opaque();
+    store_exp_and_sum(x, out, |v| exp_nonpositive_with(v - m, &k))
 }
 
 /// `out = f(x)` and the sum of `out`, in blocks of 4096 elements: a map
@@ -159,6 +167,7 @@ fn store_exp_and_sum(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) -> f32 
 
 /// The row's maximum; NaN when any element is NaN (then every output is NaN,
 /// as in the general kernel and PyTorch).
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 fn row_max(x: &[f32]) -> f32 {
     let mut max = Acc::<f32>::new(ReduceOp::Max);
     max.fold(x, 0);

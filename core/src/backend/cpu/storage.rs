@@ -75,7 +75,9 @@ pub fn try_collect<T: Element>(
     Ok(v)
 }
 
-fn try_zeroed<T: Element + bytemuck::Zeroable>(op: &'static str, len: usize) -> Result<Vec<T>> {
+/// A zero-filled vector of `len` elements, or [`Error::OutOfMemory`] when the
+/// allocator refuses.
+pub fn try_zeroed<T: Element + bytemuck::Zeroable>(op: &'static str, len: usize) -> Result<Vec<T>> {
     // calloc-backed: large buffers come as untouched zero pages, as `vec![0; n]`.
     bytemuck::allocation::try_zeroed_vec(len).map_err(|()| host_oom(op, T::DTYPE, len))
 }
