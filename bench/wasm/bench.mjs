@@ -3,7 +3,9 @@
 // (wasm, SIMD, one thread) in one Node process, on the same input bits.
 //
 // Each case is warmed up 5 times, then timed REPS times (fewer for the slow
-// cases); we report median, p10 and p90. Two timings:
+// cases) in 5 rounds that alternate the libraries (so a slow spell of this
+// shared machine is spread over all of them); we report median, p10 and
+// p90. Two timings:
 //  - end to end: JS typed arrays in -> result in a JS typed array, which is
 //    what onnxruntime-web's session.run always does (it copies inputs into
 //    its heap and outputs out); all three libraries are measured this way;
@@ -34,6 +36,7 @@ import { simd128PeakGflops, relaxedMaddPeakGflops } from './peak.mjs';
 
 const quick = process.argv.includes('--quick');
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
+const ROUNDS = quick ? 2 : 5;
 
 // ---- setup: one thread everywhere ----
 const fg = await init({ backend: 'cpu' });
@@ -66,15 +69,28 @@ function stats(times) {
   return { median_ms: q(0.5), p10_ms: q(0.1), p90_ms: q(0.9), reps: s.length };
 }
 
-async function time(fn, reps) {
-  for (let i = 0; i < 5; i++) await fn();
-  const times = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    await fn();
-    times.push(performance.now() - t0);
+/**
+ * Times each of `fns` (name -> function) REPS times in all: 5 warm-up calls
+ * each, then ROUNDS rounds in which every function runs reps / ROUNDS times
+ * in turn. On a shared machine the speed drifts over seconds; alternating
+ * spreads that drift over all libraries instead of charging it to whichever
+ * ran during a slow spell.
+ */
+async function timeAlternating(fns, reps) {
+  const names = Object.keys(fns);
+  const times = Object.fromEntries(names.map((n) => [n, []]));
+  for (const n of names) for (let i = 0; i < 5; i++) await fns[n]();
+  const perRound = Math.max(1, Math.ceil(reps / ROUNDS));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const n of names) {
+      for (let i = 0; i < perRound; i++) {
+        const t0 = performance.now();
+        await fns[n]();
+        times[n].push(performance.now() - t0);
+      }
+    }
   }
-  return stats(times);
+  return Object.fromEntries(names.map((n) => [n, stats(times[n])]));
 }
 
 /** Max relative error of `got` against `want(i)` at indices `idx` (all when null), |g-w| / max(|w|, 1). */
@@ -253,30 +269,31 @@ console.log(
 const results = [];
 for (const c of cases) {
   const row = { case: c.name, flops: c.flops, tolerance: c.tol };
-  // fusegraph
+  // Every library's output is checked first, then all are timed in
+  // alternating rounds (timeAlternating).
   row.fusegraph_check = c.check(c.fusegraph.e2e());
-  row.fusegraph_e2e = await time(c.fusegraph.e2e, c.reps);
-  {
-    const ins = c.fusegraph.inputs();
-    row.fusegraph_compute = await time(() => ins.length && c.fusegraph.compute(ins).dispose(), c.reps);
-    const r = c.fusegraph.compute(ins);
-    row.fusegraph_compute_check = c.check(r.toArraySync());
-    r.dispose();
-    ins.forEach((t) => t.dispose());
-  }
-  // tfjs-backend-wasm
+  const fgIns = c.fusegraph.inputs();
+  const fgOut = c.fusegraph.compute(fgIns);
+  row.fusegraph_compute_check = c.check(fgOut.toArraySync());
+  fgOut.dispose();
   row.tfjs_check = c.check(c.tfjs.e2e());
-  row.tfjs_e2e = await time(c.tfjs.e2e, c.reps);
-  {
-    const ins = c.tfjs.inputs();
-    row.tfjs_compute = await time(() => c.tfjs.compute(ins).dispose(), c.reps);
-    ins.forEach((t) => t.dispose());
-  }
-  // onnxruntime-web
+  const tfIns = c.tfjs.inputs();
   const session = await ortSession(c.ort.model);
   const run = async () => (await session.run(c.ort.feeds())).y.data;
   row.ort_check = c.check(await run());
-  row.ort_e2e = await time(run, c.reps);
+  const t = await timeAlternating(
+    {
+      fusegraph_e2e: c.fusegraph.e2e,
+      fusegraph_compute: () => c.fusegraph.compute(fgIns).dispose(),
+      tfjs_e2e: c.tfjs.e2e,
+      tfjs_compute: () => c.tfjs.compute(tfIns).dispose(),
+      ort_e2e: run,
+    },
+    c.reps,
+  );
+  Object.assign(row, t);
+  fgIns.forEach((x) => x.dispose());
+  tfIns.forEach((x) => x.dispose());
   await session.release();
 
   row.ok = [row.fusegraph_check, row.fusegraph_compute_check, row.tfjs_check, row.ort_check].every((e) => e <= c.tol);

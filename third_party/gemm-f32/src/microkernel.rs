@@ -554,29 +554,61 @@ pub mod simd128 {
             a * b + c
         }
 
-        // fusegraph: a 12x3 tile (3 packs of 4 rows, 3 columns), one k step
-        // per loop iteration, where upstream has 12x4 and two k steps. V8
-        // gives wasm code 15 of x86-64's 16 vector registers; 9
-        // accumulators, 3 lhs packs, a splat and the product of a mul + add
-        // fit, while upstream's live set (12 accumulators, then twice the
-        // operands for the second k step) spilled in the inner loop.
-        simd128_microkernel!(1, x1x1, 1, 1);
-        simd128_microkernel!(1, x1x2, 1, 2);
-        simd128_microkernel!(1, x1x3, 1, 3);
+        // fusegraph: one k step per loop iteration, where upstream has two.
+        // V8 gives wasm code 15 of x86-64's 16 vector registers; upstream's
+        // live set (12 accumulators, then twice the operands for the second
+        // k step) spilled in the inner loop. The relaxed build (an FMA, no
+        // register for the product) also narrows the tile to 12x3: 9
+        // accumulators, 3 lhs packs and the rhs splat fit. 12x3 is faster on
+        // SIMD128 too, but its rhs packing (NR = 3) adds 5 KB of gzip, which
+        // the WebGPU and image builds, also SIMD128, cannot afford.
+        #[cfg(not(fusegraph_relaxed_madd))]
+        mod tiles {
+            use super::*;
+            simd128_microkernel!(1, x1x1, 1, 1);
+            simd128_microkernel!(1, x1x2, 1, 2);
+            simd128_microkernel!(1, x1x3, 1, 3);
+            simd128_microkernel!(1, x1x4, 1, 4);
 
-        simd128_microkernel!(1, x2x1, 2, 1);
-        simd128_microkernel!(1, x2x2, 2, 2);
-        simd128_microkernel!(1, x2x3, 2, 3);
+            simd128_microkernel!(1, x2x1, 2, 1);
+            simd128_microkernel!(1, x2x2, 2, 2);
+            simd128_microkernel!(1, x2x3, 2, 3);
+            simd128_microkernel!(1, x2x4, 2, 4);
 
-        simd128_microkernel!(1, x3x1, 3, 1);
-        simd128_microkernel!(1, x3x2, 3, 2);
-        simd128_microkernel!(1, x3x3, 3, 3);
+            simd128_microkernel!(1, x3x1, 3, 1);
+            simd128_microkernel!(1, x3x2, 3, 2);
+            simd128_microkernel!(1, x3x3, 3, 3);
+            simd128_microkernel!(1, x3x4, 3, 4);
 
-        microkernel_fn_array! {
-            [x1x1, x1x2, x1x3,],
-            [x2x1, x2x2, x2x3,],
-            [x3x1, x3x2, x3x3,],
+            microkernel_fn_array! {
+                [x1x1, x1x2, x1x3, x1x4,],
+                [x2x1, x2x2, x2x3, x2x4,],
+                [x3x1, x3x2, x3x3, x3x4,],
+            }
         }
+
+        #[cfg(fusegraph_relaxed_madd)]
+        mod tiles {
+            use super::*;
+            simd128_microkernel!(1, x1x1, 1, 1);
+            simd128_microkernel!(1, x1x2, 1, 2);
+            simd128_microkernel!(1, x1x3, 1, 3);
+
+            simd128_microkernel!(1, x2x1, 2, 1);
+            simd128_microkernel!(1, x2x2, 2, 2);
+            simd128_microkernel!(1, x2x3, 2, 3);
+
+            simd128_microkernel!(1, x3x1, 3, 1);
+            simd128_microkernel!(1, x3x2, 3, 2);
+            simd128_microkernel!(1, x3x3, 3, 3);
+
+            microkernel_fn_array! {
+                [x1x1, x1x2, x1x3,],
+                [x2x1, x2x2, x2x3,],
+                [x3x1, x3x2, x3x3,],
+            }
+        }
+        pub use tiles::*;
 
         pub const H_M: usize = 0;
         pub const H_N: usize = 0;

@@ -9,7 +9,7 @@ use crate::backend::cpu::map::{walks, Linear, BLOCK, CHUNK};
 use crate::backend::cpu::par::for_blocks;
 #[cfg(feature = "rayon")]
 use crate::backend::cpu::par::threads;
-use crate::backend::cpu::storage::{try_collect, try_zeroed};
+use crate::backend::cpu::storage::{try_vec_with_capacity, try_zeroed};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -54,12 +54,11 @@ impl<T> FloatSrc<'_, T> {
 fn as_f32(s: &CpuStorage) -> Result<FloatSrc<'_, f32>> {
     match s {
         CpuStorage::F32(v) => Ok(FloatSrc::Borrowed(v)),
-        other => crate::with_storage!(other, |v| try_collect(
-            "matmul",
-            v.len(),
-            v.iter().map(|x| Element::to_f64(*x) as f32)
-        )
-        .map(FloatSrc::Owned)),
+        other => crate::with_storage!(other, |v| {
+            let mut out = try_vec_with_capacity("matmul", v.len())?;
+            out.extend(v.iter().map(|x| Element::to_f64(*x) as f32));
+            Ok(FloatSrc::Owned(out))
+        }),
     }
 }
 
@@ -67,12 +66,11 @@ fn as_f32(s: &CpuStorage) -> Result<FloatSrc<'_, f32>> {
 fn as_f64(s: &CpuStorage) -> Result<FloatSrc<'_, f64>> {
     match s {
         CpuStorage::F64(v) => Ok(FloatSrc::Borrowed(v)),
-        other => crate::with_storage!(other, |v| try_collect(
-            "matmul",
-            v.len(),
-            v.iter().map(|x| Element::to_f64(*x))
-        )
-        .map(FloatSrc::Owned)),
+        other => crate::with_storage!(other, |v| {
+            let mut out = try_vec_with_capacity("matmul", v.len())?;
+            out.extend(v.iter().map(|x| Element::to_f64(*x)));
+            Ok(FloatSrc::Owned(out))
+        }),
     }
 }
 
