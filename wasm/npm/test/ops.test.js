@@ -107,6 +107,28 @@ test('softmax and log-softmax, including large logits', async () => {
   ref.assertClose('softmax rows sum to 1', rows, new Float64Array(9).fill(1), ref.tol('f32', { ops: 5, reduce: 33 }));
 });
 
+test('softmax rows of every remainder length and past a 4096 block, with NaN and infinite rows', async () => {
+  // The row kernel runs 16 elements per SIMD128 step with a scalar tail and
+  // sums in blocks of 4096: lengths around both edges.
+  for (const n of [1, 3, 4, 7, 15, 16, 17, 33, 4095, 4097, 9000]) {
+    const x = t([3, n], 40 + n, 20);
+    const want = ref.softmaxLast(x.data, x.shape);
+    ref.assertClose(`softmax rows of ${n}`, await x.tensor.softmax(-1).toArray(), want, ref.tol('f32', { ops: 4, reduce: n }));
+  }
+  // NaN anywhere, +inf, or a row of -inf make the row NaN (as the f64
+  // reference and PyTorch do); -inf beside finite values gives 0 there.
+  const n = 21;
+  const data = ref.randomF32(5 * n, 77, 5);
+  data[3] = NaN;
+  data[n + 20] = Infinity;
+  data.fill(-Infinity, 2 * n, 3 * n);
+  data[3 * n + 5] = -Infinity;
+  data[4 * n + 16] = -Infinity;
+  const got = await fg.tensor(data, [5, n]).softmax(-1).toArray();
+  ref.assertClose('softmax special rows', got, ref.softmaxLast(data, [5, n]), ref.tol('f32', { ops: 4, reduce: n }));
+  assert.equal(got[3 * n + 5], 0);
+});
+
 test('views: transpose, permute, narrow, expand, reshape, as_strided, squeeze', async () => {
   const x = t([2, 3, 4], 14);
   const tr = x.tensor.transpose(0, 2);
