@@ -48,30 +48,18 @@ impl<T> FloatSrc<'_, T> {
     }
 }
 
-/// The operand as f32: borrowed when it is f32, else converted into a
-/// fallibly allocated copy (an f16 operand of 600M elements needs 2.4 GB
-/// as f32, which a wasm32 heap cannot hold: an error, not a trap).
-fn as_f32(s: &CpuStorage) -> Result<FloatSrc<'_, f32>> {
-    match s {
-        CpuStorage::F32(v) => Ok(FloatSrc::Borrowed(v)),
-        other => crate::with_storage!(other, |v| {
-            let mut out = try_vec_with_capacity("matmul", v.len())?;
-            out.extend(v.iter().map(|x| Element::to_f64(*x) as f32));
-            Ok(FloatSrc::Owned(out))
-        }),
+/// The operand as `T`: borrowed when it is stored as `T`, else converted
+/// into a fallibly allocated copy (an f16 operand of 600M elements needs
+/// 2.4 GB as f32, which a wasm32 heap cannot hold: an error, not a trap).
+fn as_float<T: Compute + Element>(s: &CpuStorage) -> Result<FloatSrc<'_, T>> {
+    if let Some(v) = T::native(s) {
+        return Ok(FloatSrc::Borrowed(v));
     }
-}
-
-/// The operand as f64 (see [`as_f32`]).
-fn as_f64(s: &CpuStorage) -> Result<FloatSrc<'_, f64>> {
-    match s {
-        CpuStorage::F64(v) => Ok(FloatSrc::Borrowed(v)),
-        other => crate::with_storage!(other, |v| {
-            let mut out = try_vec_with_capacity("matmul", v.len())?;
-            out.extend(v.iter().map(|x| Element::to_f64(*x)));
-            Ok(FloatSrc::Owned(out))
-        }),
-    }
+    crate::with_storage!(s, |v| {
+        let mut out = try_vec_with_capacity("matmul", v.len())?;
+        out.extend(v.iter().map(|&x| T::from_elem(x)));
+        Ok(FloatSrc::Owned(out))
+    })
 }
 
 /// Raw pointers handed to worker threads, each writing its own batch matrix.
@@ -183,7 +171,7 @@ pub fn run_matmul(
     let plain = mm.epilogue.nodes.len() == 1 && matches!(mm.epilogue.nodes[mm.out], ExprNode::Acc);
     match mm.acc_dtype {
         DType::F64 => {
-            let (a, b) = (as_f64(args[0])?, as_f64(args[1])?);
+            let (a, b) = (as_float::<f64>(args[0])?, as_float::<f64>(args[1])?);
             let mut acc = try_zeroed::<f64>("matmul", total)?;
             gemm_batched(mm, a.slice(), b.slice(), &mut acc);
             epilogue::<f64>(mm, args, &acc, out);
@@ -200,7 +188,7 @@ pub fn run_matmul(
             epilogue::<f64>(mm, args, &acc, out);
         }
         _ => {
-            let (a, b) = (as_f32(args[0])?, as_f32(args[1])?);
+            let (a, b) = (as_float::<f32>(args[0])?, as_float::<f32>(args[1])?);
             if let (true, CpuStorage::F32(o)) = (plain, &mut *out) {
                 gemm_batched(mm, a.slice(), b.slice(), o);
                 return Ok(());

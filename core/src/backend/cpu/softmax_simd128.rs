@@ -102,7 +102,7 @@ fn block(x: &[f32], out: &mut [f32], m: f32, k: &ExpNonPositiveConsts) -> f64 {
 #[inline(always)]
 fn load2(c: &[f32]) -> (v128, v128) {
     debug_assert!(c.len() >= 8);
-    // SAFETY: callers pass chunks of exactly 8 f32; loads are unaligned.
+    // SAFETY: callers pass chunks of at least 8 f32; loads are unaligned.
     unsafe {
         (
             v128_load(c.as_ptr().cast()),
