@@ -16,7 +16,7 @@ use crate::backend::cpu::fastmath::{exp_nonpositive_with, ExpNonPositiveConsts};
 use crate::backend::cpu::par::{for_blocks, threads};
 use crate::backend::cpu::reduce::Acc;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-use crate::backend::cpu::softmax_simd128::{row_max, store_exp_minus_max_and_sum};
+use crate::backend::cpu::softmax_simd128::{softmax_row, ExpMinusMax};
 use crate::backend::cpu::CpuStorage;
 use crate::graph::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::layout::Layout;
@@ -107,46 +107,105 @@ impl SoftmaxRows<'_> {
         // Tasks of at least 16K elements, as the general row kernel uses.
         let rows_per_task = (16 * 1024 / row_len).clamp(1, 1024);
         for_blocks(out, rows_per_task * row_len, |t, block| {
-            let mut coords = vec![0usize; outer.len()];
-            for (i, row_out) in block.chunks_exact_mut(row_len).enumerate() {
-                let mut rem = t * rows_per_task + i;
-                let mut start = base;
-                for k in (0..outer.len()).rev() {
-                    coords[k] = rem % outer[k];
-                    rem /= outer[k];
-                    start += coords[k] as isize * strides[k];
-                }
-                let start = start as usize;
-                softmax_row(&x[start..start + row_len], row_out);
+            let mut rows = RowStarts::new(outer, strides, base, t * rows_per_task);
+            let exp = ExpMinusMax::new();
+            for row_out in block.chunks_exact_mut(row_len) {
+                let start = rows.next_start();
+                softmax_row(&x[start..start + row_len], row_out, &exp);
             }
         });
         true
     }
 }
 
+/// The start offsets of consecutive rows, walked like an odometer: one
+/// division per outer axis for the first row of a task, then additions.
+/// (A division per axis per row cost about a fifth of a 128-element row
+/// on wasm32.)
+struct RowStarts<'a> {
+    outer: &'a [usize],
+    strides: &'a [isize],
+    coords: Vec<usize>,
+    start: isize,
+}
+
+impl<'a> RowStarts<'a> {
+    fn new(outer: &'a [usize], strides: &'a [isize], base: isize, first_row: usize) -> Self {
+        let mut coords = vec![0usize; outer.len()];
+        let mut rem = first_row;
+        let mut start = base;
+        for k in (0..outer.len()).rev() {
+            coords[k] = rem % outer[k];
+            rem /= outer[k];
+            start += coords[k] as isize * strides[k];
+        }
+        RowStarts {
+            outer,
+            strides,
+            coords,
+            start,
+        }
+    }
+
+    /// This row's start; then steps to the next row.
+    fn next_start(&mut self) -> usize {
+        let here = self.start as usize;
+        for k in (0..self.outer.len()).rev() {
+            self.coords[k] += 1;
+            self.start += self.strides[k];
+            if self.coords[k] < self.outer[k] {
+                break;
+            }
+            self.start -= self.coords[k] as isize * self.strides[k];
+            self.coords[k] = 0;
+        }
+        here
+    }
+}
+
 /// One row: `out = exp(x - max(x)) * (1 / sum)`.
-fn softmax_row(x: &[f32], out: &mut [f32]) {
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+fn softmax_row(x: &[f32], out: &mut [f32], exp: &ExpMinusMax) {
     let m = row_max(x);
-    // A finite max puts every `x - m` in [-inf, 0], where the shorter
-    // exponential holds; a NaN or infinite max (NaN in the row, +inf, or a
-    // row of -inf) makes NaNs, which the full-range one propagates.
-    let total = if m.is_finite() {
-        store_exp_minus_max_and_sum(x, out, m)
-    } else {
-        let k = ExpConsts::opaque();
-        store_exp_and_sum(x, out, |v| exp_f32_with(v - m, &k))
-    };
-    let scale = 1.0 / total;
+    if !m.is_finite() {
+        return softmax_row_nonfinite_max(x, out, m);
+    }
+    let scale = 1.0 / exp.store_and_sum(x, out, m);
     for o in out.iter_mut() {
         *o *= scale;
     }
 }
 
-/// `out = exp(x - m)` for a finite `m`, and the sum of `out`.
+/// A row whose max `m` is NaN (NaN in the row) or infinite (+inf, or a row
+/// of -inf). A finite max puts every `x - m` in [-inf, 0], where the
+/// shorter exponential holds; here the full-range one propagates the NaNs.
+pub(super) fn softmax_row_nonfinite_max(x: &[f32], out: &mut [f32], m: f32) {
+    let k = ExpConsts::opaque();
+    let scale = 1.0 / store_exp_and_sum(x, out, |v| exp_f32_with(v - m, &k));
+    for o in out.iter_mut() {
+        *o *= scale;
+    }
+}
+
+/// `out = exp(x - m)` for the rows of one task (the portable twin of
+/// `softmax_simd128::ExpMinusMax`).
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-fn store_exp_minus_max_and_sum(x: &[f32], out: &mut [f32], m: f32) -> f32 {
-    let k = ExpNonPositiveConsts::opaque();
-    store_exp_and_sum(x, out, |v| exp_nonpositive_with(v - m, &k))
+struct ExpMinusMax {
+    k: ExpNonPositiveConsts,
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+impl ExpMinusMax {
+    fn new() -> Self {
+        ExpMinusMax {
+            k: ExpNonPositiveConsts::opaque(),
+        }
+    }
+
+    /// `out = exp(x - m)` for a finite `m`, and the sum of `out`.
+    fn store_and_sum(&self, x: &[f32], out: &mut [f32], m: f32) -> f32 {
+        store_exp_and_sum(x, out, |v| exp_nonpositive_with(v - m, &self.k))
+    }
 }
 
 /// `out = f(x)` and the sum of `out`, in blocks of 4096 elements: a map
@@ -192,7 +251,7 @@ mod tests {
                 .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.31)
                 .collect();
             let mut out = vec![0.0; n];
-            softmax_row(&x, &mut out);
+            softmax_row(&x, &mut out, &ExpMinusMax::new());
             for (got, want) in out.iter().zip(reference(&x)) {
                 let err = (*got as f64 - want).abs();
                 assert!(
@@ -205,18 +264,19 @@ mod tests {
 
     #[test]
     fn nan_and_infinite_rows_follow_the_general_kernel() {
+        let exp = ExpMinusMax::new();
         let mut out = vec![0.0; 10];
         let mut x = vec![0.5f32; 10];
         x[9] = f32::NAN;
-        softmax_row(&x, &mut out);
+        softmax_row(&x, &mut out, &exp);
         assert!(out.iter().all(|v| v.is_nan()));
         // All -inf: max is -inf, x - max is NaN (as in the interpreter).
-        softmax_row(&[f32::NEG_INFINITY; 10], &mut out);
+        softmax_row(&[f32::NEG_INFINITY; 10], &mut out, &exp);
         assert!(out.iter().all(|v| v.is_nan()));
         // One +inf among finite values: inf - inf is NaN there, the rest 0 / NaN.
         let mut x = vec![1.0f32; 10];
         x[2] = f32::INFINITY;
-        softmax_row(&x, &mut out);
+        softmax_row(&x, &mut out, &exp);
         assert!(out[2].is_nan());
     }
 }

@@ -8,95 +8,166 @@
 //! the exponential, its store and the running sum are one loop over four
 //! f32x4 vectors at a time, and the max is `f32x4.pmax` (one `maxps` in V8;
 //! `f32x4.max`'s NaN rules cost several instructions) with NaN caught by a
-//! lane compare beside it. The arithmetic per element is that of
-//! [`exp_nonpositive_with`], operation for operation (SIMD128 has no fused
-//! multiply-add), so the stored values are the scalar path's bit for bit;
-//! only the order of the sum differs.
+//! lane compare beside it. In the SIMD128 build the arithmetic per element
+//! is that of [`exp_nonpositive_with`], operation for operation, so the
+//! stored values are the scalar path's bit for bit; only the order of the
+//! sum differs.
 //!
-//! The gain is small (2-4% in side-by-side runs on a 2-core Xeon VM): the
-//! 24 vector operations of the exponential per four elements are the
-//! bound, as they are for XNNPACK's kernel.
+//! The gain there is small (2-4% in side-by-side runs on a 2-core Xeon
+//! VM): the 24 vector operations of the exponential per four elements are
+//! the bound, as they are for XNNPACK's kernel. The relaxed-SIMD build
+//! (`--cfg fusegraph_relaxed_madd`, wasm/npm's dist/relaxed/) turns its
+//! seven multiply-adds into `f32x4.relaxed_madd`: an FMA where the engine
+//! and CPU have one (V8 on x86-64 with FMA3, ARM64), which leaves 17
+//! operations and rounds once where the SIMD128 build rounds twice.
 
 use core::arch::wasm32::*;
 
 use crate::backend::cpu::fastmath::{exp_nonpositive_with, ExpNonPositiveConsts};
+use crate::backend::cpu::softmax_rows::softmax_row_nonfinite_max;
 
-/// The row's maximum, NaN when any element is NaN.
-pub fn row_max(x: &[f32]) -> f32 {
-    let mut it = x.chunks_exact(8);
+/// One row: `out = exp(x - max(x)) * (1 / sum)`, as the portable
+/// `softmax_rows::softmax_row` computes it. The max and the sum stay in
+/// vector registers from one pass to the next: reduced through memory and
+/// scalar code, each cost some 20 cycles of latency that the next pass
+/// waited on, about a fifth of a 128-element row.
+pub fn softmax_row(x: &[f32], out: &mut [f32], exp: &ExpMinusMax) {
+    let (m, any_nan) = row_max(x);
+    let m0 = f32x4_extract_lane::<0>(m);
+    // A NaN or infinite max: the full-range exponential propagates NaNs.
+    if any_nan || !m0.is_finite() {
+        let m0 = if any_nan { f32::NAN } else { m0 };
+        return softmax_row_nonfinite_max(x, out, m0);
+    }
+    let total = exp.store_and_sum(x, out, m);
+    scale_in_place(out, f32x4_div(f32x4_splat(1.0), total));
+}
+
+/// The row's maximum in every lane, and whether any element is NaN.
+fn row_max(x: &[f32]) -> (v128, bool) {
+    // Four running maxima, so the loop is not held to one `maxps` latency
+    // per eight elements.
+    let mut it = x.chunks_exact(16);
     let mut m0 = f32x4_splat(f32::NEG_INFINITY);
-    let mut m1 = m0;
+    let (mut m1, mut m2, mut m3) = (m0, m0, m0);
     let mut nan = i32x4_splat(0);
     for c in &mut it {
         let (a, b) = load2(c);
+        let (d, e) = load2(&c[8..]);
         // pmax(m, v) = m < v ? v : m keeps m when v is NaN, so NaN lanes
         // are flagged separately.
         m0 = f32x4_pmax(m0, a);
         m1 = f32x4_pmax(m1, b);
-        nan = v128_or(nan, v128_or(f32x4_ne(a, a), f32x4_ne(b, b)));
+        m2 = f32x4_pmax(m2, d);
+        m3 = f32x4_pmax(m3, e);
+        let nans = v128_or(
+            v128_or(f32x4_ne(a, a), f32x4_ne(b, b)),
+            v128_or(f32x4_ne(d, d), f32x4_ne(e, e)),
+        );
+        nan = v128_or(nan, nans);
     }
-    let m = f32x4_pmax(m0, m1);
-    let mut best = [0.0f32; 4];
-    // SAFETY: `best` is 16 bytes; v128_store has no alignment requirement.
-    unsafe { v128_store(best.as_mut_ptr().cast(), m) };
-    let mut max = best
-        .iter()
-        .fold(f32::NEG_INFINITY, |a, &b| if b > a { b } else { a });
-    let mut any_nan = v128_any_true(nan);
+    let mut m = f32x4_pmax(f32x4_pmax(m0, m1), f32x4_pmax(m2, m3));
     for &v in it.remainder() {
-        any_nan |= v.is_nan();
-        max = if v > max { v } else { max };
+        let v = f32x4_splat(v);
+        m = f32x4_pmax(m, v);
+        nan = v128_or(nan, f32x4_ne(v, v));
     }
-    if any_nan {
-        f32::NAN
-    } else {
-        max
-    }
+    // Every lane gets the maximum of the four.
+    m = f32x4_pmax(m, i32x4_shuffle::<2, 3, 0, 1>(m, m));
+    m = f32x4_pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m));
+    (m, v128_any_true(nan))
 }
 
-/// `out = exp(x - m)` for a finite `m`, returning the sum of `out`. The
-/// sum runs in f32 lanes within blocks of 4096 elements and in f64 across
-/// blocks, as the general row kernel's `Acc::Sum` does.
-pub fn store_exp_minus_max_and_sum(x: &[f32], out: &mut [f32], m: f32) -> f32 {
-    let k = ExpNonPositiveConsts::opaque();
-    let mut total = 0.0f64;
-    for (xs, os) in x.chunks(4096).zip(out.chunks_mut(4096)) {
-        total += block(xs, os, m, &k);
-    }
-    total as f32
-}
-
-#[inline(always)]
-fn block(x: &[f32], out: &mut [f32], m: f32, k: &ExpNonPositiveConsts) -> f64 {
-    let v = Splats::new(m, k);
-    let mut s0 = f32x4_splat(0.0);
-    let mut s1 = s0;
-    let mut xs = x.chunks_exact(16);
-    let mut os = out.chunks_exact_mut(16);
-    for (xc, oc) in (&mut xs).zip(&mut os) {
-        let (a, b) = load2(xc);
-        let (c, d) = load2(&xc[8..]);
-        let (ea, eb, ec, ed) = (v.exp(a), v.exp(b), v.exp(c), v.exp(d));
-        // SAFETY: `oc` is exactly 16 f32 (64 bytes); stores are unaligned.
+/// `out *= s` (`s` the same in every lane).
+fn scale_in_place(out: &mut [f32], s: v128) {
+    let mut it = out.chunks_exact_mut(16);
+    for c in &mut it {
+        let p = c.as_mut_ptr();
+        // SAFETY: `c` is exactly 16 f32 (64 bytes); accesses are unaligned.
         unsafe {
-            v128_store(oc.as_mut_ptr().cast(), ea);
-            v128_store(oc.as_mut_ptr().add(4).cast(), eb);
-            v128_store(oc.as_mut_ptr().add(8).cast(), ec);
-            v128_store(oc.as_mut_ptr().add(12).cast(), ed);
+            let (a, b) = (v128_load(p.cast()), v128_load(p.add(4).cast()));
+            let (d, e) = (v128_load(p.add(8).cast()), v128_load(p.add(12).cast()));
+            v128_store(p.cast(), f32x4_mul(a, s));
+            v128_store(p.add(4).cast(), f32x4_mul(b, s));
+            v128_store(p.add(8).cast(), f32x4_mul(d, s));
+            v128_store(p.add(12).cast(), f32x4_mul(e, s));
         }
-        s0 = f32x4_add(s0, f32x4_add(ea, ec));
-        s1 = f32x4_add(s1, f32x4_add(eb, ed));
     }
-    let s = f32x4_add(s0, s1);
-    let mut lanes = [0.0f32; 4];
-    // SAFETY: `lanes` is 16 bytes.
-    unsafe { v128_store(lanes.as_mut_ptr().cast(), s) };
-    let mut part = 0.0f32;
-    for (o, &xv) in os.into_remainder().iter_mut().zip(xs.remainder()) {
-        *o = exp_nonpositive_with(xv - m, k);
-        part += *o;
+    let s0 = f32x4_extract_lane::<0>(s);
+    for o in it.into_remainder() {
+        *o *= s0;
     }
-    lanes.iter().map(|&l| l as f64).sum::<f64>() + part as f64
+}
+
+/// `out = exp(x - m)` for rows of one task, with the exponential's
+/// constants read and splatted once per task: per row of 128 elements
+/// they were a tenth of the work.
+pub struct ExpMinusMax {
+    k: ExpNonPositiveConsts,
+    v: Splats,
+}
+
+impl ExpMinusMax {
+    pub fn new() -> Self {
+        let k = ExpNonPositiveConsts::opaque();
+        ExpMinusMax {
+            k,
+            v: Splats::new(&k),
+        }
+    }
+
+    /// `out = exp(x - m)` for a finite `m` (the same in every lane),
+    /// returning the sum of `out` in every lane. The sum runs in f32 lanes
+    /// within blocks of 4096 elements and in f64 across blocks, as the
+    /// general row kernel's `Acc::Sum` does.
+    fn store_and_sum(&self, x: &[f32], out: &mut [f32], m: v128) -> v128 {
+        if x.len() <= 4096 {
+            return self.block(x, out, m);
+        }
+        let mut total = 0.0f64;
+        for (xs, os) in x.chunks(4096).zip(out.chunks_mut(4096)) {
+            total += f32x4_extract_lane::<0>(self.block(xs, os, m)) as f64;
+        }
+        f32x4_splat(total as f32)
+    }
+
+    // Never inlined (one call per row or per 4096 elements): a function of
+    // its own gets its own register allocation in the engine. Inlined into
+    // the CPU backend's dispatcher, V8 kept the constants and the sums on
+    // the stack and reloaded them in the loop. The relaxed build compiles
+    // it (and the exponential inlined into it) with relaxed SIMD.
+    #[cfg_attr(fusegraph_relaxed_madd, target_feature(enable = "relaxed-simd"))]
+    #[inline(never)]
+    fn block(&self, x: &[f32], out: &mut [f32], mv: v128) -> v128 {
+        let v = &self.v;
+        let mut s0 = f32x4_splat(0.0);
+        let mut s1 = s0;
+        let mut xs = x.chunks_exact(16);
+        let mut os = out.chunks_exact_mut(16);
+        for (xc, oc) in (&mut xs).zip(&mut os) {
+            let (a, b) = load2(xc);
+            let (c, d) = load2(&xc[8..]);
+            let (ea, eb, ec, ed) = (v.exp(a, mv), v.exp(b, mv), v.exp(c, mv), v.exp(d, mv));
+            // SAFETY: `oc` is exactly 16 f32 (64 bytes); stores are unaligned.
+            unsafe {
+                v128_store(oc.as_mut_ptr().cast(), ea);
+                v128_store(oc.as_mut_ptr().add(4).cast(), eb);
+                v128_store(oc.as_mut_ptr().add(8).cast(), ec);
+                v128_store(oc.as_mut_ptr().add(12).cast(), ed);
+            }
+            s0 = f32x4_add(s0, f32x4_add(ea, ec));
+            s1 = f32x4_add(s1, f32x4_add(eb, ed));
+        }
+        let mut s = f32x4_add(s0, s1);
+        let m = f32x4_extract_lane::<0>(mv);
+        for (o, &xv) in os.into_remainder().iter_mut().zip(xs.remainder()) {
+            *o = exp_nonpositive_with(xv - m, &self.k);
+            s = f32x4_add(s, f32x4_replace_lane::<0>(f32x4_splat(0.0), *o));
+        }
+        // Every lane gets the sum of the four.
+        s = f32x4_add(s, i32x4_shuffle::<2, 3, 0, 1>(s, s));
+        f32x4_add(s, i32x4_shuffle::<1, 0, 3, 2>(s, s))
+    }
 }
 
 #[inline(always)]
@@ -111,10 +182,8 @@ fn load2(c: &[f32]) -> (v128, v128) {
     }
 }
 
-/// The constants splatted once per block, so the loop keeps them in
-/// registers.
+/// The exponential's constants, splatted.
 struct Splats {
-    m: v128,
     log2e: v128,
     magic: v128,
     minus_ln2_hi: v128,
@@ -125,9 +194,8 @@ struct Splats {
 
 impl Splats {
     #[inline(always)]
-    fn new(m: f32, k: &ExpNonPositiveConsts) -> Self {
+    fn new(k: &ExpNonPositiveConsts) -> Self {
         Splats {
-            m: f32x4_splat(m),
             log2e: f32x4_splat(k.log2e),
             magic: f32x4_splat(k.magic),
             minus_ln2_hi: f32x4_splat(k.minus_ln2_hi),
@@ -139,20 +207,37 @@ impl Splats {
 
     /// [`exp_nonpositive_with`]`(x - m)` on four lanes.
     #[inline(always)]
-    fn exp(&self, x: v128) -> v128 {
-        let d = f32x4_sub(x, self.m);
-        let n = f32x4_add(f32x4_mul(d, self.log2e), self.magic);
+    fn exp(&self, x: v128, m: v128) -> v128 {
+        let d = f32x4_sub(x, m);
+        let n = madd(d, self.log2e, self.magic);
         let s = i32x4_shl(n, 23);
         let n = f32x4_sub(n, self.magic);
-        let t = f32x4_add(f32x4_mul(n, self.minus_ln2_hi), d);
-        let t = f32x4_add(f32x4_mul(n, self.minus_ln2_lo), t);
+        let t = madd(n, self.minus_ln2_hi, d);
+        let t = madd(n, self.minus_ln2_lo, t);
         let c = &self.c;
-        let p = f32x4_add(f32x4_mul(c[0], t), c[1]);
-        let p = f32x4_add(f32x4_mul(p, t), c[2]);
-        let p = f32x4_add(f32x4_mul(p, t), c[3]);
-        let p = f32x4_add(f32x4_mul(p, t), c[4]);
-        let f = f32x4_add(f32x4_mul(f32x4_mul(t, s), p), s);
+        let p = madd(c[0], t, c[1]);
+        let p = madd(p, t, c[2]);
+        let p = madd(p, t, c[3]);
+        let p = madd(p, t, c[4]);
+        let f = madd(f32x4_mul(t, s), p, s);
         // Below the cutoff the result is flushed to 0.
         v128_andnot(f, f32x4_lt(d, self.cutoff))
     }
+}
+
+/// `a * b + c` with two roundings: SIMD128 has no fused multiply-add.
+#[cfg(not(fusegraph_relaxed_madd))]
+#[inline(always)]
+fn madd(a: v128, b: v128, c: v128) -> v128 {
+    f32x4_add(f32x4_mul(a, b), c)
+}
+
+/// `a * b + c` as one `f32x4.relaxed_madd`: fused, or mul + add where the
+/// engine or CPU has no FMA. Either is within the exponential's error.
+#[cfg(fusegraph_relaxed_madd)]
+#[inline(always)]
+fn madd(a: v128, b: v128, c: v128) -> v128 {
+    // Inlines into `block`, which enables the feature. (Wasm target
+    // features are safe to call: a module without them does not validate.)
+    f32x4_relaxed_madd(a, b, c)
 }
