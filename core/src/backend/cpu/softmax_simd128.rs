@@ -39,8 +39,10 @@ pub fn softmax_row(x: &[f32], out: &mut [f32], exp: &ExpMinusMax) {
         let m0 = if any_nan { f32::NAN } else { m0 };
         return softmax_row_nonfinite_max(x, out, m0);
     }
-    let total = exp.store_and_sum(x, out, m);
-    scale_in_place(out, f32x4_div(f32x4_splat(1.0), total));
+    let scale = 1.0 / f32x4_extract_lane::<0>(exp.store_and_sum(x, out, m));
+    for o in out.iter_mut() {
+        *o *= scale;
+    }
 }
 
 /// The row's maximum in every lane, and whether any element is NaN.
@@ -76,27 +78,6 @@ fn row_max(x: &[f32]) -> (v128, bool) {
     m = f32x4_pmax(m, i32x4_shuffle::<2, 3, 0, 1>(m, m));
     m = f32x4_pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m));
     (m, v128_any_true(nan))
-}
-
-/// `out *= s` (`s` the same in every lane).
-fn scale_in_place(out: &mut [f32], s: v128) {
-    let mut it = out.chunks_exact_mut(16);
-    for c in &mut it {
-        let p = c.as_mut_ptr();
-        // SAFETY: `c` is exactly 16 f32 (64 bytes); accesses are unaligned.
-        unsafe {
-            let (a, b) = (v128_load(p.cast()), v128_load(p.add(4).cast()));
-            let (d, e) = (v128_load(p.add(8).cast()), v128_load(p.add(12).cast()));
-            v128_store(p.cast(), f32x4_mul(a, s));
-            v128_store(p.add(4).cast(), f32x4_mul(b, s));
-            v128_store(p.add(8).cast(), f32x4_mul(d, s));
-            v128_store(p.add(12).cast(), f32x4_mul(e, s));
-        }
-    }
-    let s0 = f32x4_extract_lane::<0>(s);
-    for o in it.into_remainder() {
-        *o *= s0;
-    }
 }
 
 /// `out = exp(x - m)` for rows of one task, with the exponential's
