@@ -5,8 +5,9 @@
 # WebGPU), so the CPU path does not carry wgpu; dist/image/ and
 # dist/image-webgpu/ are those two with the `image` feature (codecs and
 # image ops), so the core-ops builds do not carry the codecs; dist/relaxed/
-# is the CPU-only build whose matmul microkernels (the vendored gemm-f32,
-# under `--cfg fusegraph_relaxed_madd`) use f32x4.relaxed_madd, which init()
+# is the CPU-only build whose matmul microkernels (the vendored gemm-f32)
+# and softmax exponential (core's softmax_simd128.rs), under
+# `--cfg fusegraph_relaxed_madd`, use f32x4.relaxed_madd, which init()
 # loads where the runtime validates relaxed SIMD. Only those kernels get
 # relaxed SIMD: with +relaxed-simd for the whole crate, LLVM also turned the
 # core's clamps into relaxed min/max, and exp(NaN) gave 0 in V8. For each:
