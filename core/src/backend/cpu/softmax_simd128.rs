@@ -102,6 +102,10 @@ impl ExpMinusMax {
     /// within blocks of 4096 elements and in f64 across blocks, as the
     /// general row kernel's `Acc::Sum` does.
     fn store_and_sum(&self, x: &[f32], out: &mut [f32], m: v128) -> v128 {
+        // One block (every row of up to 4096): its f32 sum as is. The f64
+        // round trip below gives the same value, but its latency sits
+        // between this pass and the scale pass; taking it for every row
+        // measured 3-6% slower on the relaxed build.
         if x.len() <= 4096 {
             return self.block(x, out, m);
         }
