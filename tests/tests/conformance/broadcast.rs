@@ -107,6 +107,25 @@ fn transposed_input_feeds_elementwise_op() -> Result<()> {
     Ok(())
 }
 
+/// A fused chain whose output spans several of the CPU fast path's map
+/// chunks (8192 elements) with a remainder, reading a transposed view, a
+/// broadcast row and a broadcast column: the chunks are evaluated straight
+/// into the f32 and f64 outputs, and through a scratch buffer for f16.
+#[test]
+fn fused_chain_over_views_and_broadcasts_spans_several_chunks() -> Result<()> {
+    let d = dev!();
+    for dtype in supported(&d, &[DType::F32, DType::F64, DType::F16]) {
+        let a = randn(&[157, 131], 18, dtype, &d)?.t()?;
+        let row = randn(&[157], 19, dtype, &d)?;
+        let col = randn(&[131, 1], 20, dtype, &d)?;
+        assert!(!a.is_contiguous());
+        let y = a.mul(&row)?.add(&col)?.relu()?;
+        assert_eq!(y.shape(), &[131, 157]);
+        check(&format!("relu(a.T * row + col) {dtype}"), &y)?;
+    }
+    Ok(())
+}
+
 #[test]
 fn narrowed_and_offset_views_feed_elementwise_op() -> Result<()> {
     let d = dev!();

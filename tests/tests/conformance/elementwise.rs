@@ -40,8 +40,9 @@ const BINARY_PREDICATES: [(&str, Binary); 8] = [
     ("logical_or", Tensor::logical_or),
 ];
 
-// 3071 elements: more than one 2048-element chunk of the CPU fast path.
-const N: [usize; 2] = [37, 83];
+// 20467 elements: more than two 8192-element chunks of the CPU fast path's
+// map kernels, with a remainder.
+const N: [usize; 2] = [97, 211];
 
 #[test]
 fn unary_ops_on_every_float_dtype_match_reference() -> Result<()> {

@@ -143,43 +143,162 @@ pub fn eval_chunk<T: Compute>(
     acc: Option<&[T]>,
     scratch: &mut Scratch<T>,
 ) {
-    // An operand: the in-place slice of a direct load, or the node's buffer.
-    fn arg<'a, T: Compute>(
-        pos: &'a dyn Positions<T>,
-        bufs: &'a [Vec<T>],
-        direct: &[bool],
-        i: ExprId,
-        len: usize,
-    ) -> &'a [T] {
-        if direct[i] {
-            if let Some(d) = pos.direct(i, len) {
-                return d;
+    eval_nodes(expr, live, len, pos, stages, acc, scratch, None);
+}
+
+/// [`eval_chunk`] for a kernel without stages or accumulator whose root
+/// (the last of `live`) is written straight into `out` (`len` values)
+/// instead of a scratch buffer: a map kernel whose output has the compute
+/// type skips copying every chunk from scratch into the output.
+/// `scratch.bufs[root]` is left as it was.
+pub fn eval_chunk_into<T: Compute>(
+    expr: &Expr,
+    live: &[ExprId],
+    pos: &dyn Positions<T>,
+    scratch: &mut Scratch<T>,
+    out: &mut [T],
+) {
+    eval_nodes(expr, live, out.len(), pos, &[], None, scratch, Some(out));
+}
+
+/// An operand: the in-place slice of a direct load, or the node's buffer.
+fn arg<'a, T: Compute>(
+    pos: &'a dyn Positions<T>,
+    bufs: &'a [Vec<T>],
+    direct: &[bool],
+    i: ExprId,
+    len: usize,
+) -> &'a [T] {
+    if direct[i] {
+        if let Some(d) = pos.direct(i, len) {
+            return d;
+        }
+    }
+    &bufs[i]
+}
+
+/// The value of scalar-only node `i`, from its children's values: the
+/// same chunk functions as [`fill_node`] uses, on one element, so the
+/// results match.
+fn scalar<T: Compute>(expr: &Expr, i: ExprId, stages: &[T], vals: &[T]) -> T {
+    let mut o = [T::ZERO];
+    match &expr.nodes[i] {
+        ExprNode::Const(s) => o[0] = T::from_f64(s.value),
+        ExprNode::StageRef(s) => o[0] = stages[*s],
+        ExprNode::Unary(op, a) => unary_node(*op, expr.dtypes[i], &[vals[*a]], &mut o),
+        ExprNode::Binary(op, a, b) => {
+            let (x, y) = (Operand::Scalar(vals[*a]), Operand::Scalar(vals[*b]));
+            binary_chunk(*op, expr.dtypes[*a], x, y, &mut o);
+        }
+        ExprNode::Cast(to, a) => {
+            o[0] = vals[*a];
+            cast_node(*to, expr.dtypes[*a], &mut o);
+        }
+        _ => unreachable!("only uniform nodes are scalar-only"),
+    }
+    o[0]
+}
+
+/// Writes node `i`'s values at the chunk's `buf.len()` positions into
+/// `buf`, reading its children from `scratch` (all already evaluated).
+fn fill_node<T: Compute>(
+    expr: &Expr,
+    i: ExprId,
+    pos: &dyn Positions<T>,
+    stages: &[T],
+    acc: Option<&[T]>,
+    scratch: &mut Scratch<T>,
+    buf: &mut [T],
+) {
+    let len = buf.len();
+    let dtype = expr.dtypes[i];
+    let (bufs, direct) = (&scratch.bufs, &scratch.direct);
+    match &expr.nodes[i] {
+        ExprNode::Load { .. } => pos.load(i, buf),
+        ExprNode::Const(s) => buf.fill(T::from_f64(s.value)),
+        ExprNode::Unary(op, a) => unary_node(*op, dtype, arg(pos, bufs, direct, *a, len), buf),
+        ExprNode::Binary(op, a, b) => {
+            let operand = |k: ExprId| {
+                if scratch.unfilled[k] {
+                    Operand::Scalar(scratch.scalars[k])
+                } else {
+                    Operand::Slice(arg(pos, bufs, direct, k, len))
+                }
+            };
+            binary_chunk(*op, expr.dtypes[*a], operand(*a), operand(*b), buf);
+        }
+        ExprNode::Where(c, a, b) => {
+            let (c, a, b) = (
+                arg(pos, bufs, direct, *c, len),
+                arg(pos, bufs, direct, *a, len),
+                arg(pos, bufs, direct, *b, len),
+            );
+            for (j, o) in buf.iter_mut().enumerate() {
+                *o = if c[j] != T::ZERO { a[j] } else { b[j] };
             }
         }
-        &bufs[i]
-    }
-    // The value of scalar-only node `i`, from its children's values: the
-    // same chunk functions as below, on one element, so the results match.
-    fn scalar<T: Compute>(expr: &Expr, i: ExprId, stages: &[T], vals: &[T]) -> T {
-        let mut o = [T::ZERO];
-        match &expr.nodes[i] {
-            ExprNode::Const(s) => o[0] = T::from_f64(s.value),
-            ExprNode::StageRef(s) => o[0] = stages[*s],
-            ExprNode::Unary(op, a) => unary_node(*op, expr.dtypes[i], &[vals[*a]], &mut o),
-            ExprNode::Binary(op, a, b) => {
-                let (x, y) = (Operand::Scalar(vals[*a]), Operand::Scalar(vals[*b]));
-                binary_chunk(*op, expr.dtypes[*a], x, y, &mut o);
-            }
-            ExprNode::Cast(to, a) => {
-                o[0] = vals[*a];
-                cast_node(*to, expr.dtypes[*a], &mut o);
-            }
-            _ => unreachable!("only uniform nodes are scalar-only"),
+        ExprNode::Cast(to, a) => {
+            buf.copy_from_slice(arg(pos, bufs, direct, *a, len));
+            cast_node(*to, expr.dtypes[*a], buf);
         }
-        o[0]
+        ExprNode::Coord(axis) => pos.coord(*axis, buf),
+        ExprNode::Rand { seed, normal } => {
+            let mut lin = std::mem::take(&mut scratch.lin);
+            lin.clear();
+            lin.resize(len, 0);
+            pos.linear(&mut lin);
+            let key = rng::seed_key(*seed);
+            for (o, &l) in buf.iter_mut().zip(&lin) {
+                let v = if *normal {
+                    rng::normal(key, l)
+                } else {
+                    rng::uniform(key, l)
+                };
+                *o = T::from_f64(v as f64);
+            }
+            scratch.lin = lin;
+        }
+        ExprNode::StageRef(s) => {
+            if !pos.stage(*s, buf) {
+                buf.fill(stages[*s]);
+            }
+        }
+        ExprNode::Acc => match acc {
+            Some(a) => buf.copy_from_slice(&a[..len]),
+            None => buf.fill(T::ZERO),
+        },
     }
+}
+
+/// [`eval_chunk`], with the root written into `root_out` when given.
+/// One copy serves both entry points (not inlined into each: the wasm
+/// size budget).
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn eval_nodes<T: Compute>(
+    expr: &Expr,
+    live: &[ExprId],
+    len: usize,
+    pos: &dyn Positions<T>,
+    stages: &[T],
+    acc: Option<&[T]>,
+    scratch: &mut Scratch<T>,
+    mut root_out: Option<&mut [T]>,
+) {
     let root = live.last().copied();
     for &i in live {
+        if Some(i) == root {
+            if let Some(out) = root_out.as_deref_mut() {
+                // Its children are evaluated (they come first in `live`).
+                if scratch.scalar_only[i] {
+                    let v = scalar(expr, i, stages, &scratch.scalars);
+                    out.fill(v);
+                } else {
+                    fill_node(expr, i, pos, stages, acc, scratch, out);
+                }
+                return;
+            }
+        }
         if scratch.valid[i] {
             continue;
         }
@@ -201,68 +320,11 @@ pub fn eval_chunk<T: Compute>(
             continue;
         }
         let mut buf = std::mem::take(&mut scratch.bufs[i]);
-        // Every arm below overwrites all `len` values, so the buffer is only
-        // sized, not cleared (zeroing it was a whole extra pass per node).
+        // Every arm of `fill_node` overwrites all `len` values, so the
+        // buffer is only sized, not cleared (zeroing it was a whole extra
+        // pass per node).
         buf.resize(len, T::ZERO);
-        let dtype = expr.dtypes[i];
-        let (bufs, direct) = (&scratch.bufs, &scratch.direct);
-        match &expr.nodes[i] {
-            ExprNode::Load { .. } => pos.load(i, &mut buf),
-            ExprNode::Const(s) => buf.fill(T::from_f64(s.value)),
-            ExprNode::Unary(op, a) => {
-                unary_node(*op, dtype, arg(pos, bufs, direct, *a, len), &mut buf)
-            }
-            ExprNode::Binary(op, a, b) => {
-                let operand = |k: ExprId| {
-                    if scratch.unfilled[k] {
-                        Operand::Scalar(scratch.scalars[k])
-                    } else {
-                        Operand::Slice(arg(pos, bufs, direct, k, len))
-                    }
-                };
-                binary_chunk(*op, expr.dtypes[*a], operand(*a), operand(*b), &mut buf);
-            }
-            ExprNode::Where(c, a, b) => {
-                let (c, a, b) = (
-                    arg(pos, bufs, direct, *c, len),
-                    arg(pos, bufs, direct, *a, len),
-                    arg(pos, bufs, direct, *b, len),
-                );
-                for (j, o) in buf.iter_mut().enumerate() {
-                    *o = if c[j] != T::ZERO { a[j] } else { b[j] };
-                }
-            }
-            ExprNode::Cast(to, a) => {
-                buf.copy_from_slice(arg(pos, bufs, direct, *a, len));
-                cast_node(*to, expr.dtypes[*a], &mut buf);
-            }
-            ExprNode::Coord(axis) => pos.coord(*axis, &mut buf),
-            ExprNode::Rand { seed, normal } => {
-                let mut lin = std::mem::take(&mut scratch.lin);
-                lin.clear();
-                lin.resize(len, 0);
-                pos.linear(&mut lin);
-                let key = rng::seed_key(*seed);
-                for (o, &l) in buf.iter_mut().zip(&lin) {
-                    let v = if *normal {
-                        rng::normal(key, l)
-                    } else {
-                        rng::uniform(key, l)
-                    };
-                    *o = T::from_f64(v as f64);
-                }
-                scratch.lin = lin;
-            }
-            ExprNode::StageRef(s) => {
-                if !pos.stage(*s, &mut buf) {
-                    buf.fill(stages[*s]);
-                }
-            }
-            ExprNode::Acc => match acc {
-                Some(a) => buf.copy_from_slice(&a[..len]),
-                None => buf.fill(T::ZERO),
-            },
-        }
+        fill_node(expr, i, pos, stages, acc, scratch, &mut buf);
         scratch.bufs[i] = buf;
     }
     // Callers read the root from `bufs`: a scalar root is spread over its
