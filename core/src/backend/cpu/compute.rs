@@ -3,6 +3,7 @@
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
+use crate::backend::cpu::fastmath;
 use crate::dtype::{DType, Element};
 use crate::graph::op::{wrap_int, BinaryOp, UnaryOp};
 
@@ -37,6 +38,12 @@ pub trait Compute:
     fn exp_chunk(src: &[Self], out: &mut [Self]) {
         for (o, &x) in out.iter_mut().zip(src) {
             *o = x.exp_fast();
+        }
+    }
+    /// `out = gelu(src)` with the exact erf (as [`Compute::unary`] computes it).
+    fn gelu_chunk(src: &[Self], out: &mut [Self]) {
+        for (o, &x) in out.iter_mut().zip(src) {
+            *o = Self::unary(UnaryOp::GeluErf, x);
         }
     }
     /// The storage's elements when they already have this type (no conversion needed).
@@ -132,15 +139,23 @@ macro_rules! compute_impl {
     };
 }
 
-compute_impl!(f32, libm::erff, crate::backend::cpu::fastmath::exp_f32, {
+compute_impl!(f32, fastmath::erf_f32, fastmath::exp_f32, {
     #[inline(always)]
     fn store<E: Element>(self) -> E {
         E::from_f32(self)
     }
     fn exp_chunk(src: &[f32], out: &mut [f32]) {
-        let k = crate::backend::cpu::fastmath::ExpConsts::opaque();
+        let k = fastmath::ExpConsts::opaque();
         for (o, &x) in out.iter_mut().zip(src) {
-            *o = crate::backend::cpu::fastmath::exp_f32_with(x, &k);
+            *o = fastmath::exp_f32_with(x, &k);
+        }
+    }
+    // The same formula as `unary`'s GeluErf, with the constants in registers.
+    fn gelu_chunk(src: &[f32], out: &mut [f32]) {
+        let k = fastmath::ErfConsts::opaque();
+        let c = std::f64::consts::FRAC_1_SQRT_2 as f32;
+        for (o, &x) in out.iter_mut().zip(src) {
+            *o = 0.5 * x * (1.0 + fastmath::erf_f32_with(x * c, &k));
         }
     }
 });
@@ -320,7 +335,7 @@ pub fn unary_chunk<T: Compute>(op: UnaryOp, src: &[T], out: &mut [T]) {
         UnaryOp::Tanh => each!(UnaryOp::Tanh),
         UnaryOp::Sigmoid => each!(UnaryOp::Sigmoid),
         UnaryOp::Relu => each!(UnaryOp::Relu),
-        UnaryOp::GeluErf => each!(UnaryOp::GeluErf),
+        UnaryOp::GeluErf => T::gelu_chunk(src, out),
         UnaryOp::GeluTanh => each!(UnaryOp::GeluTanh),
         UnaryOp::Silu => each!(UnaryOp::Silu),
         UnaryOp::Not => each!(UnaryOp::Not),
