@@ -39,20 +39,47 @@ pub mod scalar {
             a * b + c
         }
 
-        microkernel!(, 2, x1x1, 1, 1);
-        microkernel!(, 2, x1x2, 1, 2);
-        microkernel!(, 2, x1x3, 1, 3);
-        microkernel!(, 2, x1x4, 1, 4);
+        #[cfg(not(target_arch = "wasm32"))]
+        mod tiles {
+            use super::*;
+            microkernel!(, 2, x1x1, 1, 1);
+            microkernel!(, 2, x1x2, 1, 2);
+            microkernel!(, 2, x1x3, 1, 3);
+            microkernel!(, 2, x1x4, 1, 4);
 
-        microkernel!(, 2, x2x1, 2, 1);
-        microkernel!(, 2, x2x2, 2, 2);
-        microkernel!(, 2, x2x3, 2, 3);
-        microkernel!(, 2, x2x4, 2, 4);
+            microkernel!(, 2, x2x1, 2, 1);
+            microkernel!(, 2, x2x2, 2, 2);
+            microkernel!(, 2, x2x3, 2, 3);
+            microkernel!(, 2, x2x4, 2, 4);
 
-        microkernel_fn_array! {
-            [x1x1, x1x2, x1x3, x1x4,],
-            [x2x1, x2x2, x2x3, x2x4,],
+            microkernel_fn_array! {
+                [x1x1, x1x2, x1x3, x1x4,],
+                [x2x1, x2x2, x2x3, x2x4,],
+            }
         }
+
+        // fusegraph: on wasm32 these kernels are linked (gemm chooses its
+        // kernel set at run time) but never run, since simd128 is always
+        // enabled. Their width is the simd128 kernels' (NR = 3), so both sets
+        // share one rhs packing function (`pack_rhs::<f32, 1, NR, Scalar>`,
+        // about 7 KB) instead of compiling one per width.
+        #[cfg(target_arch = "wasm32")]
+        mod tiles {
+            use super::*;
+            microkernel!(, 2, x1x1, 1, 1);
+            microkernel!(, 2, x1x2, 1, 2);
+            microkernel!(, 2, x1x3, 1, 3);
+
+            microkernel!(, 2, x2x1, 2, 1);
+            microkernel!(, 2, x2x2, 2, 2);
+            microkernel!(, 2, x2x3, 2, 3);
+
+            microkernel_fn_array! {
+                [x1x1, x1x2, x1x3,],
+                [x2x1, x2x2, x2x3,],
+            }
+        }
+        pub use tiles::*;
 
         pub const H_M: usize = 0;
         pub const H_N: usize = 0;
@@ -554,40 +581,13 @@ pub mod simd128 {
             a * b + c
         }
 
-        // fusegraph: one k step per loop iteration, where upstream has two.
-        // V8 gives wasm code 15 of x86-64's 16 vector registers; upstream's
-        // live set (12 accumulators, then twice the operands for the second
-        // k step) spilled in the inner loop. The relaxed build (an FMA, no
-        // register for the product) also narrows the tile to 12x3: 9
-        // accumulators, 3 lhs packs and the rhs splat fit. 12x3 is faster on
-        // SIMD128 too, but its rhs packing (NR = 3) adds 5 KB of gzip, which
-        // the WebGPU and image builds, also SIMD128, cannot afford.
-        #[cfg(not(fusegraph_relaxed_madd))]
-        mod tiles {
-            use super::*;
-            simd128_microkernel!(1, x1x1, 1, 1);
-            simd128_microkernel!(1, x1x2, 1, 2);
-            simd128_microkernel!(1, x1x3, 1, 3);
-            simd128_microkernel!(1, x1x4, 1, 4);
-
-            simd128_microkernel!(1, x2x1, 2, 1);
-            simd128_microkernel!(1, x2x2, 2, 2);
-            simd128_microkernel!(1, x2x3, 2, 3);
-            simd128_microkernel!(1, x2x4, 2, 4);
-
-            simd128_microkernel!(1, x3x1, 3, 1);
-            simd128_microkernel!(1, x3x2, 3, 2);
-            simd128_microkernel!(1, x3x3, 3, 3);
-            simd128_microkernel!(1, x3x4, 3, 4);
-
-            microkernel_fn_array! {
-                [x1x1, x1x2, x1x3, x1x4,],
-                [x2x1, x2x2, x2x3, x2x4,],
-                [x3x1, x3x2, x3x3, x3x4,],
-            }
-        }
-
-        #[cfg(fusegraph_relaxed_madd)]
+        // fusegraph: one k step per loop iteration (upstream: two), and a
+        // 12x3 tile (upstream: 12x4). V8 gives wasm code 15 of x86-64's 16
+        // vector registers. With mul + add, 12x4 needs 12 accumulators, 3 lhs
+        // packs, the rhs splat and the product: 17, so three accumulators
+        // lived on the stack and went through a store and a reload every k
+        // step. 12x3 needs 14 and stays in registers; so does the relaxed
+        // build's FMA. Upstream's second k step spilled for the same reason.
         mod tiles {
             use super::*;
             simd128_microkernel!(1, x1x1, 1, 1);

@@ -21,6 +21,9 @@ test('matmul matches the f64 reference for odd, square and batched shapes', asyn
     [[17, 33], [33, 9]],
     [[128, 64], [64, 96]],
     [[257, 130], [130, 65]],
+    // k past one 512-deep block of the packed gemm, m and n not multiples
+    // of its 12x3 tile: the partial-tile kernels and the accumulating pass.
+    [[70, 1030], [1030, 41]],
     [[2, 3, 4, 5], [5, 6]],
     [[2, 1, 7, 8], [3, 8, 4]],
   ];
