@@ -199,6 +199,34 @@ function chainCase(n) {
   };
 }
 
+// A transcendental activation on its own (no fusion to gain): the per-element
+// cost of each library's tanh.
+function tanhCase(n) {
+  const x = randomF32(n, 8).map((v) => v * 4);
+  return {
+    name: `tanh f32 ${n / (1 << 20)}M`,
+    flops: n,
+    bytes: 8 * n,
+    reps: quick ? 10 : 100,
+    tol: 1e-6,
+    check: (out) => maxErr(out, (i) => Math.tanh(x[i])),
+    fusegraph: {
+      inputs: () => [fg.tensor(x).realize()],
+      e2e: () => fg.tidy(() => fg.tensor(x).tanh().toArraySync()),
+      compute: ([t]) => fg.tidy(() => t.tanh().realize()),
+    },
+    tfjs: {
+      inputs: () => [tf.tensor1d(x)],
+      e2e: () => tfRead(() => tf.tanh(tf.tensor1d(x))),
+      compute: ([t]) => tf.tanh(t),
+    },
+    ort: {
+      model: { inputs: [{ name: 'x', shape: [n] }], nodes: [{ op: 'Tanh', inputs: ['x'], output: 'y' }], output: { name: 'y', shape: [n] } },
+      feeds: () => ({ x: new ort.Tensor('float32', x, [n]) }),
+    },
+  };
+}
+
 function softmaxCase(rows, cols) {
   const x = randomF32(rows * cols, 7).map((v) => v * 8);
   const want = new Float64Array(rows * cols);
@@ -242,6 +270,8 @@ const allCases = [
   chainCase(1 << 24),
   softmaxCase(1024, 1024),
   softmaxCase(8192, 128),
+  tanhCase(1 << 20),
+  tanhCase(1 << 22),
 ];
 
 const cases = only ? allCases.filter((c) => c.name.includes(only)) : allCases;

@@ -46,6 +46,18 @@ pub trait Compute:
             *o = Self::unary(UnaryOp::GeluErf, x);
         }
     }
+    /// `out = tanh(src)` (as [`Compute::unary`] computes it).
+    fn tanh_chunk(src: &[Self], out: &mut [Self]) {
+        for (o, &x) in out.iter_mut().zip(src) {
+            *o = Self::unary(UnaryOp::Tanh, x);
+        }
+    }
+    /// `out = gelu(src)` with the tanh approximation (as [`Compute::unary`] computes it).
+    fn gelu_tanh_chunk(src: &[Self], out: &mut [Self]) {
+        for (o, &x) in out.iter_mut().zip(src) {
+            *o = Self::unary(UnaryOp::GeluTanh, x);
+        }
+    }
     /// The storage's elements when they already have this type (no conversion needed).
     fn native(s: &crate::backend::cpu::CpuStorage) -> Option<&[Self]>;
     /// A cast to u8 ([`crate::dtype::cast_u8`]: truncate, saturate, NaN to
@@ -59,7 +71,7 @@ pub trait Compute:
 }
 
 macro_rules! compute_impl {
-    ($t:ty, $erf:path, $exp:path, { $($extra:item)* }) => {
+    ($t:ty, $erf:path, $tanh:path, $exp:path, { $($extra:item)* }) => {
         impl Compute for $t {
             $($extra)*
             const ZERO: Self = 0.0;
@@ -114,7 +126,7 @@ macro_rules! compute_impl {
                     UnaryOp::Rsqrt => 1.0 / x.sqrt(),
                     UnaryOp::Sin => x.sin(),
                     UnaryOp::Cos => x.cos(),
-                    UnaryOp::Tanh => x.tanh(),
+                    UnaryOp::Tanh => $tanh(x),
                     UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp_fast()),
                     UnaryOp::Relu => {
                         if x < 0.0 {
@@ -127,9 +139,7 @@ macro_rules! compute_impl {
                         0.5 * x * (1.0 + $erf(x * std::f64::consts::FRAC_1_SQRT_2 as $t))
                     }
                     UnaryOp::GeluTanh => {
-                        let c = (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2)
-                            as $t;
-                        0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
+                        0.5 * x * (1.0 + $tanh(GELU_TANH_SCALE as $t * (x + 0.044715 * x * x * x)))
                     }
                     UnaryOp::Silu => x / (1.0 + (-x).exp_fast()),
                     UnaryOp::Not => (x == 0.0) as u8 as $t,
@@ -139,27 +149,51 @@ macro_rules! compute_impl {
     };
 }
 
-compute_impl!(f32, fastmath::erf_f32, fastmath::exp_f32, {
-    #[inline(always)]
-    fn store<E: Element>(self) -> E {
-        E::from_f32(self)
-    }
-    fn exp_chunk(src: &[f32], out: &mut [f32]) {
-        let k = fastmath::ExpConsts::opaque();
-        for (o, &x) in out.iter_mut().zip(src) {
-            *o = fastmath::exp_f32_with(x, &k);
+/// sqrt(2/pi), the tanh GELU's scale.
+const GELU_TANH_SCALE: f64 = std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2;
+
+compute_impl!(
+    f32,
+    fastmath::erf_f32,
+    fastmath::tanh_f32,
+    fastmath::exp_f32,
+    {
+        #[inline(always)]
+        fn store<E: Element>(self) -> E {
+            E::from_f32(self)
+        }
+        fn exp_chunk(src: &[f32], out: &mut [f32]) {
+            let k = fastmath::ExpConsts::opaque();
+            for (o, &x) in out.iter_mut().zip(src) {
+                *o = fastmath::exp_f32_with(x, &k);
+            }
+        }
+        // The same formula as `unary`'s GeluErf, with the constants in registers.
+        fn gelu_chunk(src: &[f32], out: &mut [f32]) {
+            let k = fastmath::ErfConsts::opaque();
+            let c = std::f64::consts::FRAC_1_SQRT_2 as f32;
+            for (o, &x) in out.iter_mut().zip(src) {
+                *o = 0.5 * x * (1.0 + fastmath::erf_f32_with(x * c, &k));
+            }
+        }
+        // The same formulas as `unary`'s Tanh and GeluTanh, with the constants in registers.
+        fn tanh_chunk(src: &[f32], out: &mut [f32]) {
+            let k = fastmath::TanhConsts::opaque();
+            for (o, &x) in out.iter_mut().zip(src) {
+                *o = fastmath::tanh_f32_with(x, &k);
+            }
+        }
+        fn gelu_tanh_chunk(src: &[f32], out: &mut [f32]) {
+            let k = fastmath::TanhConsts::opaque();
+            let c = GELU_TANH_SCALE as f32;
+            for (o, &x) in out.iter_mut().zip(src) {
+                let u = c * (x + 0.044715 * x * x * x);
+                *o = 0.5 * x * (1.0 + fastmath::tanh_f32_with(u, &k));
+            }
         }
     }
-    // The same formula as `unary`'s GeluErf, with the constants in registers.
-    fn gelu_chunk(src: &[f32], out: &mut [f32]) {
-        let k = fastmath::ErfConsts::opaque();
-        let c = std::f64::consts::FRAC_1_SQRT_2 as f32;
-        for (o, &x) in out.iter_mut().zip(src) {
-            *o = 0.5 * x * (1.0 + fastmath::erf_f32_with(x * c, &k));
-        }
-    }
-});
-compute_impl!(f64, libm::erf, f64::exp, {
+);
+compute_impl!(f64, libm::erf, f64::tanh, f64::exp, {
     #[inline(always)]
     fn store<E: Element>(self) -> E {
         E::from_f64(self)
@@ -332,11 +366,11 @@ pub fn unary_chunk<T: Compute>(op: UnaryOp, src: &[T], out: &mut [T]) {
         UnaryOp::Rsqrt => each!(UnaryOp::Rsqrt),
         UnaryOp::Sin => each!(UnaryOp::Sin),
         UnaryOp::Cos => each!(UnaryOp::Cos),
-        UnaryOp::Tanh => each!(UnaryOp::Tanh),
+        UnaryOp::Tanh => T::tanh_chunk(src, out),
         UnaryOp::Sigmoid => each!(UnaryOp::Sigmoid),
         UnaryOp::Relu => each!(UnaryOp::Relu),
         UnaryOp::GeluErf => T::gelu_chunk(src, out),
-        UnaryOp::GeluTanh => each!(UnaryOp::GeluTanh),
+        UnaryOp::GeluTanh => T::gelu_tanh_chunk(src, out),
         UnaryOp::Silu => each!(UnaryOp::Silu),
         UnaryOp::Not => each!(UnaryOp::Not),
     }
