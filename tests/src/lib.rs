@@ -37,8 +37,8 @@ pub use cuda::cuda_device;
 ///   - f64: 1e-12 (≈ 4500 ulp of 2.2e-16; libm-level differences in
 ///     exp/tanh/erf plus reassociation).
 ///   - f32: 1e-5 (≈ 80 ulp of 1.19e-7; the fast path computes fused f32
-///     chains in f32, exp, erf and tanh with its own vectorised polynomials
-///     (within 2 ulp, checked in `core`'s `fastmath` tests) and the other
+///     chains in f32, exp, erf, tanh and log with its own vectorised
+///     polynomials (within 2 ulp, checked in `core`'s `fastmath` tests) and the other
 ///     transcendental functions with `std`'s, the reference in f64 rounded
 ///     once per op).
 ///   - f16: 2e-3 (≈ 2 ulp of 9.8e-4): the fast path keeps f16 intermediates

@@ -46,6 +46,12 @@ pub trait Compute:
             *o = Self::unary(UnaryOp::GeluErf, x);
         }
     }
+    /// `out = ln(src)` (as [`Compute::unary`] computes it).
+    fn log_chunk(src: &[Self], out: &mut [Self]) {
+        for (o, &x) in out.iter_mut().zip(src) {
+            *o = Self::unary(UnaryOp::Log, x);
+        }
+    }
     /// `out = tanh(src)` (as [`Compute::unary`] computes it).
     fn tanh_chunk(src: &[Self], out: &mut [Self]) {
         for (o, &x) in out.iter_mut().zip(src) {
@@ -71,7 +77,7 @@ pub trait Compute:
 }
 
 macro_rules! compute_impl {
-    ($t:ty, $erf:path, $tanh:path, $exp:path, { $($extra:item)* }) => {
+    ($t:ty, $erf:path, $tanh:path, $log:path, $exp:path, { $($extra:item)* }) => {
         impl Compute for $t {
             $($extra)*
             const ZERO: Self = 0.0;
@@ -121,7 +127,7 @@ macro_rules! compute_impl {
                     UnaryOp::Neg => -x,
                     UnaryOp::Abs => x.abs(),
                     UnaryOp::Exp => x.exp_fast(),
-                    UnaryOp::Log => x.ln(),
+                    UnaryOp::Log => $log(x),
                     UnaryOp::Sqrt => x.sqrt(),
                     UnaryOp::Rsqrt => 1.0 / x.sqrt(),
                     UnaryOp::Sin => x.sin(),
@@ -156,6 +162,7 @@ compute_impl!(
     f32,
     fastmath::erf_f32,
     fastmath::tanh_f32,
+    fastmath::log_f32,
     fastmath::exp_f32,
     {
         #[inline(always)]
@@ -176,7 +183,15 @@ compute_impl!(
                 *o = 0.5 * x * (1.0 + fastmath::erf_f32_with(x * c, &k));
             }
         }
-        // The same formulas as `unary`'s Tanh and GeluTanh, with the constants in registers.
+        // The same formulas as `unary`'s Log, Tanh and GeluTanh, with the constants in registers.
+        fn log_chunk(src: &[f32], out: &mut [f32]) {
+            fastmath::map_with(
+                src,
+                out,
+                fastmath::LogConsts::opaque(),
+                fastmath::log_f32_with,
+            );
+        }
         fn tanh_chunk(src: &[f32], out: &mut [f32]) {
             let k = fastmath::TanhConsts::opaque();
             for (o, &x) in out.iter_mut().zip(src) {
@@ -193,7 +208,7 @@ compute_impl!(
         }
     }
 );
-compute_impl!(f64, libm::erf, f64::tanh, f64::exp, {
+compute_impl!(f64, libm::erf, f64::tanh, f64::ln, f64::exp, {
     #[inline(always)]
     fn store<E: Element>(self) -> E {
         E::from_f64(self)
@@ -361,7 +376,7 @@ pub fn unary_chunk<T: Compute>(op: UnaryOp, src: &[T], out: &mut [T]) {
         UnaryOp::Neg => each!(UnaryOp::Neg),
         UnaryOp::Abs => each!(UnaryOp::Abs),
         UnaryOp::Exp => T::exp_chunk(src, out),
-        UnaryOp::Log => each!(UnaryOp::Log),
+        UnaryOp::Log => T::log_chunk(src, out),
         UnaryOp::Sqrt => each!(UnaryOp::Sqrt),
         UnaryOp::Rsqrt => each!(UnaryOp::Rsqrt),
         UnaryOp::Sin => each!(UnaryOp::Sin),
