@@ -169,21 +169,22 @@ compute_impl!(
         fn store<E: Element>(self) -> E {
             E::from_f32(self)
         }
+        // Each loop takes its constants opaque once (see `fastmath::ExpConsts`)
+        // and computes the same formula as `unary`'s arm for the op.
         fn exp_chunk(src: &[f32], out: &mut [f32]) {
-            let k = fastmath::ExpConsts::opaque();
-            for (o, &x) in out.iter_mut().zip(src) {
-                *o = fastmath::exp_f32_with(x, &k);
-            }
+            fastmath::map_with(
+                src,
+                out,
+                fastmath::ExpConsts::opaque(),
+                fastmath::exp_f32_with,
+            );
         }
-        // The same formula as `unary`'s GeluErf, with the constants in registers.
         fn gelu_chunk(src: &[f32], out: &mut [f32]) {
-            let k = fastmath::ErfConsts::opaque();
             let c = std::f64::consts::FRAC_1_SQRT_2 as f32;
-            for (o, &x) in out.iter_mut().zip(src) {
-                *o = 0.5 * x * (1.0 + fastmath::erf_f32_with(x * c, &k));
-            }
+            fastmath::map_with(src, out, fastmath::ErfConsts::opaque(), |x, k| {
+                0.5 * x * (1.0 + fastmath::erf_f32_with(x * c, k))
+            });
         }
-        // The same formulas as `unary`'s Log, Tanh and GeluTanh, with the constants in registers.
         fn log_chunk(src: &[f32], out: &mut [f32]) {
             fastmath::map_with(
                 src,
@@ -193,18 +194,18 @@ compute_impl!(
             );
         }
         fn tanh_chunk(src: &[f32], out: &mut [f32]) {
-            let k = fastmath::TanhConsts::opaque();
-            for (o, &x) in out.iter_mut().zip(src) {
-                *o = fastmath::tanh_f32_with(x, &k);
-            }
+            fastmath::map_with(
+                src,
+                out,
+                fastmath::TanhConsts::opaque(),
+                fastmath::tanh_f32_with,
+            );
         }
         fn gelu_tanh_chunk(src: &[f32], out: &mut [f32]) {
-            let k = fastmath::TanhConsts::opaque();
             let c = GELU_TANH_SCALE as f32;
-            for (o, &x) in out.iter_mut().zip(src) {
-                let u = c * (x + 0.044715 * x * x * x);
-                *o = 0.5 * x * (1.0 + fastmath::tanh_f32_with(u, &k));
-            }
+            fastmath::map_with(src, out, fastmath::TanhConsts::opaque(), |x, k| {
+                0.5 * x * (1.0 + fastmath::tanh_f32_with(c * (x + 0.044715 * x * x * x), k))
+            });
         }
     }
 );
