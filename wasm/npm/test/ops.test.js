@@ -121,14 +121,16 @@ test('softmax rows of every remainder length and past a 4096 block, with NaN and
   // NaN anywhere, +inf, or a row of -inf make the row NaN (as the f64
   // reference and PyTorch do); -inf beside finite values gives 0 there.
   const n = 21;
-  const data = ref.randomF32(5 * n, 77, 5);
+  const data = ref.randomF32(6 * n, 77, 5);
+  // NaN in the 16-wide body of row 0 and in the scalar tail of row 5.
   data[3] = NaN;
+  data[5 * n + 19] = NaN;
   data[n + 20] = Infinity;
   data.fill(-Infinity, 2 * n, 3 * n);
   data[3 * n + 5] = -Infinity;
   data[4 * n + 16] = -Infinity;
-  const got = await fg.tensor(data, [5, n]).softmax(-1).toArray();
-  ref.assertClose('softmax special rows', got, ref.softmaxLast(data, [5, n]), ref.tol('f32', { ops: 4, reduce: n }));
+  const got = await fg.tensor(data, [6, n]).softmax(-1).toArray();
+  ref.assertClose('softmax special rows', got, ref.softmaxLast(data, [6, n]), ref.tol('f32', { ops: 4, reduce: n }));
   assert.equal(got[3 * n + 5], 0);
 });
 

@@ -386,7 +386,7 @@ pub struct ExpNonPositiveConsts {
     pub(super) minus_ln2_hi: f32,
     pub(super) minus_ln2_lo: f32,
     pub(super) c: [f32; 5],
-    pub(super) cutoff: f32,
+    pub(super) lowest: f32,
 }
 
 impl ExpNonPositiveConsts {
@@ -400,9 +400,10 @@ impl ExpNonPositiveConsts {
         minus_ln2_hi: -0.693_145_75,
         minus_ln2_lo: -1.428_606_8e-6,
         c: RR2_P5,
-        // Below ln(2^-126), 2^n is no longer a normal number: the result
-        // (smaller than 1.2e-38) is flushed to 0.
-        cutoff: -87.336_55,
+        // Inputs are raised to this first. It rounds to n = -127, where
+        // 127 + n = 0 and the shifted scale is +0.0, so the result is
+        // exactly 0: one `max` instead of a compare and a mask after.
+        lowest: -88.0,
     };
 
     /// The constants, opaque to the optimiser (see [`ExpConsts`]).
@@ -413,27 +414,30 @@ impl ExpNonPositiveConsts {
 }
 
 /// e^x for x in [-inf, 0] (softmax's `x - max`), about 1 ulp above
-/// 1.2e-38 and 0 below it. A third fewer operations than [`exp_f32_with`]:
-/// no clamp, and 2^n in one step, since n stays in [-126, 0]. NaN and
-/// positive inputs give unspecified finite values: callers rule them out.
+/// 1.2e-38, 0 below -87.68 and subnormal approximations between. A third
+/// fewer operations than [`exp_f32_with`]: one clamp, and 2^n in one step,
+/// since n stays in [-127, 0]. NaN gives NaN; positive inputs give
+/// unspecified finite values: callers rule them out.
 #[inline(always)]
 pub fn exp_nonpositive_with(x: f32, k: &ExpNonPositiveConsts) -> f32 {
+    // Written as `f32x4.pmax(x, lowest)` is (x < lowest ? lowest : x), so
+    // the SIMD128 softmax kernel's values match these bit for bit.
+    let x = if x < k.lowest { k.lowest } else { x };
     let n = x * k.log2e + k.magic;
     let s = f32::from_bits(n.to_bits() << 23);
     let n = n - k.magic;
     let t = n * k.minus_ln2_hi + x;
     let t = n * k.minus_ln2_lo + t;
-    let p = k.c[0] * t + k.c[1];
-    let p = p * t + k.c[2];
-    let p = p * t + k.c[3];
-    let p = p * t + k.c[4];
+    // Estrin's scheme rather than Horner's: one more multiply, but the
+    // dependency chain is two multiply-adds shorter, and in V8 each
+    // vector's chain runs start to end before the next one's begins.
+    let t2 = t * t;
+    let lo = k.c[3] * t + k.c[4];
+    let hi = k.c[1] * t + k.c[2];
+    let hi = k.c[0] * t2 + hi;
+    let p = hi * t2 + lo;
     // s·e^t = s + (s·t)·p
-    let f = (t * s) * p + s;
-    if x < k.cutoff {
-        0.0
-    } else {
-        f
-    }
+    (t * s) * p + s
 }
 
 #[cfg(test)]
@@ -473,6 +477,7 @@ mod tests {
         assert_eq!(exp_nonpositive_with(-0.0, &k), 1.0);
         assert_eq!(exp_nonpositive_with(-88.0, &k), 0.0);
         assert_eq!(exp_nonpositive_with(f32::NEG_INFINITY, &k), 0.0);
+        assert!(exp_nonpositive_with(f32::NAN, &k).is_nan());
         println!("exp_nonpositive worst relative error {worst:e}");
     }
 

@@ -6,18 +6,19 @@
 //! for the sum and a max pass that carried a NaN probe per element. Here
 //! the exponential, its store and the running sum are one loop over four
 //! f32x4 vectors at a time, and the max is `f32x4.pmax` (one `maxps` in V8;
-//! `f32x4.max`'s NaN rules cost several instructions) with NaN caught by a
-//! lane compare beside it. In the SIMD128 build the arithmetic per element
-//! is that of [`exp_nonpositive_with`], operation for operation, so the
+//! `f32x4.max`'s NaN rules cost several instructions), which passes over
+//! NaNs: they show up in the sum instead. In the SIMD128 build the
+//! arithmetic per element is that of [`exp_nonpositive_with`], operation for operation, so the
 //! stored values are the scalar path's bit for bit; only the order of the
 //! sum differs.
 //!
-//! What bounds it is the exponential: 24 vector operations per four
-//! elements in the SIMD128 build, as in XNNPACK's kernel. The relaxed-SIMD
+//! What bounds it is the exponential: 21 vector operations per four
+//! elements in the SIMD128 build, one fewer than XNNPACK's kernel (a
+//! clamp first instead of a compare and mask after). The relaxed-SIMD
 //! build (`--cfg fusegraph_relaxed_madd`, wasm/npm's dist/relaxed/) turns
 //! its seven multiply-adds into `f32x4.relaxed_madd`: an FMA where the
 //! engine and CPU have one (V8 on x86-64 with FMA3, ARM64), which leaves
-//! 17 operations and rounds once where the SIMD128 build rounds twice
+//! 14 operations and rounds once where the SIMD128 build rounds twice
 //! (about 1.3x faster rows side by side).
 
 use core::arch::wasm32::*;
@@ -32,52 +33,49 @@ use crate::backend::cpu::softmax_rows::softmax_row_nonfinite_max;
 /// cycles of latency that the next pass waited on (rows of 128 took 17%
 /// longer).
 pub fn softmax_row(x: &[f32], out: &mut [f32], exp: &ExpMinusMax) {
-    let (m, any_nan) = row_max(x);
+    let m = row_max(x);
     let m0 = f32x4_extract_lane::<0>(m);
-    // A NaN or infinite max: the full-range exponential propagates NaNs.
-    if any_nan || !m0.is_finite() {
-        let m0 = if any_nan { f32::NAN } else { m0 };
+    // An infinite max (+inf, or a row of -inf): the full-range exponential.
+    if !m0.is_finite() {
         return softmax_row_nonfinite_max(x, out, m0);
     }
-    let scale = 1.0 / f32x4_extract_lane::<0>(exp.store_and_sum(x, out, m));
+    let sum = f32x4_extract_lane::<0>(exp.store_and_sum(x, out, m));
+    // `pmax` passes over NaNs, so the max is finite with NaNs in the row;
+    // their exponentials are NaN and so is the sum. Probing the sum once
+    // instead of every element in the max pass saves two of that pass's
+    // three operations per vector; a row with a NaN is then redone.
+    if sum.is_nan() {
+        return softmax_row_nonfinite_max(x, out, f32::NAN);
+    }
+    let scale = 1.0 / sum;
     for o in out.iter_mut() {
         *o *= scale;
     }
 }
 
-/// The row's maximum in every lane, and whether any element is NaN.
-fn row_max(x: &[f32]) -> (v128, bool) {
+/// The row's maximum in every lane, NaNs passed over.
+fn row_max(x: &[f32]) -> v128 {
     // Four running maxima, so the loop is not held to one `maxps` latency
     // per eight elements.
     let mut it = x.chunks_exact(16);
     let mut m0 = f32x4_splat(f32::NEG_INFINITY);
     let (mut m1, mut m2, mut m3) = (m0, m0, m0);
-    let mut nan = i32x4_splat(0);
     for c in &mut it {
         let (a, b) = load2(c);
         let (d, e) = load2(&c[8..]);
-        // pmax(m, v) = m < v ? v : m keeps m when v is NaN, so NaN lanes
-        // are flagged separately.
+        // pmax(m, v) = m < v ? v : m keeps m when v is NaN.
         m0 = f32x4_pmax(m0, a);
         m1 = f32x4_pmax(m1, b);
         m2 = f32x4_pmax(m2, d);
         m3 = f32x4_pmax(m3, e);
-        let nans = v128_or(
-            v128_or(f32x4_ne(a, a), f32x4_ne(b, b)),
-            v128_or(f32x4_ne(d, d), f32x4_ne(e, e)),
-        );
-        nan = v128_or(nan, nans);
     }
     let mut m = f32x4_pmax(f32x4_pmax(m0, m1), f32x4_pmax(m2, m3));
     for &v in it.remainder() {
-        let v = f32x4_splat(v);
-        m = f32x4_pmax(m, v);
-        nan = v128_or(nan, f32x4_ne(v, v));
+        m = f32x4_pmax(m, f32x4_splat(v));
     }
     // Every lane gets the maximum of the four.
     m = f32x4_pmax(m, i32x4_shuffle::<2, 3, 0, 1>(m, m));
-    m = f32x4_pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m));
-    (m, v128_any_true(nan))
+    f32x4_pmax(m, i32x4_shuffle::<1, 0, 3, 2>(m, m))
 }
 
 /// `out = exp(x - m)` for rows of one task, with the exponential's
@@ -174,7 +172,7 @@ struct Splats {
     minus_ln2_hi: v128,
     minus_ln2_lo: v128,
     c: [v128; 5],
-    cutoff: v128,
+    lowest: v128,
 }
 
 impl Splats {
@@ -186,27 +184,27 @@ impl Splats {
             minus_ln2_hi: f32x4_splat(k.minus_ln2_hi),
             minus_ln2_lo: f32x4_splat(k.minus_ln2_lo),
             c: k.c.map(|c| f32x4_splat(c)),
-            cutoff: f32x4_splat(k.cutoff),
+            lowest: f32x4_splat(k.lowest),
         }
     }
 
     /// [`exp_nonpositive_with`]`(x - m)` on four lanes.
     #[inline(always)]
     fn exp(&self, x: v128, m: v128) -> v128 {
-        let d = f32x4_sub(x, m);
+        // `pmax` keeps a NaN `x - m` (NaN < lowest is false).
+        let d = f32x4_pmax(f32x4_sub(x, m), self.lowest);
         let n = madd(d, self.log2e, self.magic);
         let s = i32x4_shl(n, 23);
         let n = f32x4_sub(n, self.magic);
         let t = madd(n, self.minus_ln2_hi, d);
         let t = madd(n, self.minus_ln2_lo, t);
         let c = &self.c;
-        let p = madd(c[0], t, c[1]);
-        let p = madd(p, t, c[2]);
-        let p = madd(p, t, c[3]);
-        let p = madd(p, t, c[4]);
-        let f = madd(f32x4_mul(t, s), p, s);
-        // Below the cutoff the result is flushed to 0.
-        v128_andnot(f, f32x4_lt(d, self.cutoff))
+        let t2 = f32x4_mul(t, t);
+        let lo = madd(c[3], t, c[4]);
+        let hi = madd(c[1], t, c[2]);
+        let hi = madd(c[0], t2, hi);
+        let p = madd(hi, t2, lo);
+        madd(f32x4_mul(t, s), p, s)
     }
 }
 
