@@ -5,7 +5,7 @@
 //! f16 and bf16 travel as their raw bits in a `Uint16Array`; bool as `Uint8Array` 0/1.
 
 use crate::backend;
-use crate::error::{invalid, JsResult, OrThrow};
+use crate::error::{coded_error, invalid, JsResult, OrThrow};
 use crate::tensor::{wrap, WasmTensor};
 #[cfg(feature = "webgpu")]
 use fusegraph_core::backend::cpu::CpuStorage;
@@ -110,6 +110,93 @@ impl WasmTensor {
             .with_slice(|s: &[f16]| bits(bytemuck::cast_slice(s)))
             .or_throw()
     }
+}
+
+#[wasm_bindgen]
+impl WasmTensor {
+    /// Copies the values into `out` (`toArraySync(into)`): the dtype's
+    /// typed array (`Uint8Array` for bool, `Uint16Array` for f16/bf16
+    /// bits) of exactly `numel` elements. The JS side checks both first;
+    /// these checks keep a wrong array an error rather than a trap.
+    #[wasm_bindgen(js_name = readInto)]
+    pub fn read_into(&self, out: &JsValue) -> JsResult<()> {
+        let t = &self.inner;
+        match t.dtype() {
+            DType::F32 => {
+                let a = as_class::<Float32Array>(t, out)?;
+                check_len(t, a.length())?;
+                t.with_slice(|s: &[f32]| a.copy_from(s)).or_throw()
+            }
+            DType::F64 => {
+                let a = as_class::<Float64Array>(t, out)?;
+                check_len(t, a.length())?;
+                t.with_slice(|s: &[f64]| a.copy_from(s)).or_throw()
+            }
+            DType::I32 => {
+                let a = as_class::<Int32Array>(t, out)?;
+                check_len(t, a.length())?;
+                t.with_slice(|s: &[i32]| a.copy_from(s)).or_throw()
+            }
+            DType::U8 => {
+                let a = as_class::<Uint8Array>(t, out)?;
+                check_len(t, a.length())?;
+                t.with_slice(|s: &[u8]| a.copy_from(s)).or_throw()
+            }
+            DType::Bool => {
+                let a = as_class::<Uint8Array>(t, out)?;
+                check_len(t, a.length())?;
+                t.with_slice(|b: &[bool]| {
+                    let bytes: Vec<u8> = b.iter().map(|&x| x as u8).collect();
+                    a.copy_from(&bytes)
+                })
+                .or_throw()
+            }
+            DType::F16 => {
+                let a = as_class::<Uint16Array>(t, out)?;
+                check_len(t, a.length())?;
+                t.with_slice(|s: &[f16]| a.copy_from(bytemuck::cast_slice(s)))
+                    .or_throw()
+            }
+            DType::BF16 => {
+                let a = as_class::<Uint16Array>(t, out)?;
+                check_len(t, a.length())?;
+                t.with_slice(|s: &[bf16]| a.copy_from(bytemuck::cast_slice(s)))
+                    .or_throw()
+            }
+        }
+    }
+}
+
+/// `out` as the typed array class `A` that `t`'s dtype reads into.
+fn as_class<A: JsCast + Clone>(t: &Tensor, out: &JsValue) -> JsResult<A> {
+    let want = match t.dtype() {
+        DType::F32 => "Float32Array",
+        DType::F64 => "Float64Array",
+        DType::I32 => "Int32Array",
+        DType::U8 | DType::Bool => "Uint8Array",
+        DType::F16 | DType::BF16 => "Uint16Array",
+    };
+    out.dyn_ref::<A>().cloned().ok_or_else(|| {
+        coded_error(
+            "FG_BAD_DTYPE",
+            &format!("toArray: into must be a {want} for a {} tensor", t.dtype()),
+        )
+    })
+}
+
+/// `copy_from` panics when the lengths differ, so they are checked first.
+fn check_len(t: &Tensor, len: u32) -> JsResult<()> {
+    if len as usize == t.numel() {
+        return Ok(());
+    }
+    Err(coded_error(
+        "FG_BAD_SIZE",
+        &format!(
+            "toArray: into has {len} elements, the tensor of shape {:?} has {}",
+            t.shape(),
+            t.numel()
+        ),
+    ))
 }
 
 /// The values of a host tensor as its dtype's typed array (realizing it).

@@ -5,7 +5,7 @@
 import { raw, build, load, memory } from './wasm.js';
 import { FusegraphError, guard, guardAsync, invalid, show } from './errors.js';
 import { probeAdapter, probeRelaxedSimd, selectBackend } from './backends.js';
-import { fromData, readOut } from './typed.js';
+import { checkInto, fromData, readInto, readOut } from './typed.js';
 import { image } from './image.js';
 
 export { FusegraphError };
@@ -592,23 +592,31 @@ export class Tensor {
   }
 
   /**
-   * The values, row-major, as the dtype's typed array (a fresh copy). On
-   * WebGPU this awaits the GPU's copy into a mapped staging buffer; the
-   * tensor may be disposed while the read runs.
+   * The values, row-major, as the dtype's typed array: a fresh copy, or
+   * written into `into` (the dtype's typed array class with exactly
+   * `size` elements), which is returned. On WebGPU this awaits the GPU's
+   * copy into a mapped staging buffer; the tensor may be disposed while the
+   * read runs.
    */
-  async toArray() {
+  async toArray(into) {
     const h = this._handle();
-    if (onGpu(h)) return guardAsync(() => raw.readAsync(h));
-    return guard(() => readOut(h));
+    if (into !== undefined) guard(() => checkInto(h, into, 'toArray'));
+    if (onGpu(h)) {
+      const values = await guardAsync(() => raw.readAsync(h));
+      if (into === undefined) return values;
+      into.set(values);
+      return into;
+    }
+    return guard(() => (into === undefined ? readOut(h) : readInto(h, into, 'toArray')));
   }
 
-  /** `toArray()` without the promise: CPU tensors only (WebGPU reads back asynchronously). */
-  toArraySync() {
+  /** `toArray(into)` without the promise: CPU tensors only (WebGPU reads back asynchronously). */
+  toArraySync(into) {
     const h = this._handle();
     if (onGpu(h)) {
       throw new FusegraphError('FG_BACKEND', 'toArraySync: a tensor on WebGPU is read back asynchronously; use await toArray()');
     }
-    return guard(() => readOut(h));
+    return guard(() => (into === undefined ? readOut(h) : readInto(h, into, 'toArraySync')));
   }
 }
 

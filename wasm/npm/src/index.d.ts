@@ -369,6 +369,16 @@ export class Tensor {
    * tensor may be disposed while the read runs.
    */
   toArray(): Promise<Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array>;
+  /**
+   * The values written into `into` (returned): the dtype's typed array
+   * class (`Uint8Array` for u8 and bool, `Uint16Array` for f16/bf16 bits)
+   * with exactly `size` elements, else `FG_BAD_DTYPE` / `FG_BAD_SIZE`.
+   * Reusing one array across calls skips the allocation, which for large
+   * results costs more than the copy.
+   */
+  toArray<A extends Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array>(into: A): Promise<A>;
   /** `toArray()` without the promise: CPU tensors only (on WebGPU it throws `FG_BACKEND`). */
   toArraySync(): Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array;
+  /** `toArray(into)` without the promise: CPU tensors only. */
+  toArraySync<A extends Float32Array | Float64Array | Int32Array | Uint8Array | Uint16Array>(into: A): A;
 }

@@ -1,6 +1,7 @@
 // Typed arrays in and out. In: one copy, from the JS array into wasm memory,
 // which becomes the tensor's storage. Out: one copy, from the realized
-// storage into a fresh typed array. f16/bf16 travel as Uint16Array bits.
+// storage into a fresh typed array, or into the caller's (`into`).
+// f16/bf16 travel as Uint16Array bits.
 
 import { FusegraphError, invalid, show } from './errors.js';
 
@@ -89,4 +90,32 @@ export function readOut(h) {
     default:
       throw invalid(`toArray: unknown dtype ${h.dtype()}`);
   }
+}
+
+/**
+ * Checks `into` for `toArray(into)` / `toArraySync(into)`: the typed array
+ * class `readOut` would return for `h`'s dtype, with exactly `numel`
+ * elements.
+ */
+export function checkInto(h, into, op) {
+  const ctor = EMPTY[h.dtype()] ?? Float32Array;
+  if (!(into instanceof ctor)) {
+    throw badDtype(`${op}: into must be a ${ctor.name} for a ${h.dtype()} tensor, got ${show(into)}`);
+  }
+  const n = h.numel();
+  if (into.length !== n) {
+    throw new FusegraphError('FG_BAD_SIZE', `${op}: into has ${into.length} elements, the tensor of shape [${Array.from(h.shape()).join(', ')}] has ${n}`);
+  }
+}
+
+/**
+ * Reads a realized WasmTensor into the caller's typed array (checked by
+ * `checkInto`): one copy out of wasm memory and no JS allocation, which
+ * for large results is most of the read (a fresh array of 64 MB is fresh
+ * pages for the OS to fault in and zero).
+ */
+export function readInto(h, into, op) {
+  checkInto(h, into, op);
+  if (into.length > 0) h.readInto(into);
+  return into;
 }

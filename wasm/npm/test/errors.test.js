@@ -63,6 +63,17 @@ test('bad dtypes and values give dtype and argument codes', () => {
   throwsCode('where with a non-tensor', () => fg.where(a, a, 3), 'FG_INVALID_ARGUMENT');
   throwsCode('rand with a negative seed', () => fg.rand([2], { seed: -1 }), 'FG_INVALID_ARGUMENT', 'seed');
   throwsCode('layer norm over 3 dims of rank 2', () => a.layerNorm(3), 'FG_INVALID_ARGUMENT', 'layer_norm');
+  throwsCode('toArraySync into the wrong class', () => a.toArraySync(new Float64Array(4)), 'FG_BAD_DTYPE', 'Float32Array');
+  throwsCode('toArraySync into a plain array', () => a.toArraySync([0, 0, 0, 0]), 'FG_BAD_DTYPE', 'toArraySync');
+  throwsCode('toArraySync into null', () => a.toArraySync(null), 'FG_BAD_DTYPE');
+  throwsCode('toArraySync of bool into a Float32Array', () => a.gt(0).toArraySync(new Float32Array(4)), 'FG_BAD_DTYPE', 'Uint8Array');
+  throwsCode('toArraySync into a short array', () => a.toArraySync(new Float32Array(3)), 'FG_BAD_SIZE', '[2, 2]');
+  throwsCode('toArraySync into a long array', () => a.toArraySync(new Float32Array(5)), 'FG_BAD_SIZE', '5 elements');
+  // The wasm side checks too: a direct call past the JS checks is a coded
+  // Error, not a trap.
+  assert.throws(() => a._handle().readInto(new Float32Array(3)), (e) => e.code === 'FG_BAD_SIZE' && e.message.includes('into has 3'));
+  assert.throws(() => a._handle().readInto(new Int32Array(4)), (e) => e.code === 'FG_BAD_DTYPE');
+  assert.deepEqual(Array.from(a.add(1).toArraySync(new Float32Array(4))), [1, 1, 1, 1]);
 });
 
 test('a disposed tensor gives FG_DISPOSED, and dispose is idempotent', () => {

@@ -212,6 +212,33 @@ test('typed arrays in and out keep their dtype and bits', async () => {
   assert.ok(tt instanceof Tensor);
 });
 
+test("toArray(into) / toArraySync(into) write into the caller's typed array", async () => {
+  // A non-contiguous view (transpose) of a computed f32 result, into a
+  // reused array. relu and transposes are exact, so the values must be too.
+  const x = t([5, 7], 91, 3);
+  const exact = (data) => Array.from(Float32Array.from(ref.transposeLast(data, [5, 7]).data));
+  const into = new Float32Array(35).fill(NaN);
+  for (let round = 0; round < 2; round++) {
+    const got = fg.tidy(() => x.tensor.relu().t().toArraySync(into));
+    assert.equal(got, into, 'returns the array it was given');
+    assert.deepEqual(Array.from(into), exact(Float32Array.from(x.data, (v) => Math.max(v, 0))));
+  }
+  assert.equal(await x.tensor.t().toArray(into), into);
+  assert.deepEqual(Array.from(into), exact(x.data));
+  // Every dtype's array class.
+  const f64 = new Float64Array([1e-300, -2.5]);
+  assert.deepEqual(Array.from(fg.tensor(f64, [2]).toArraySync(new Float64Array(2))), Array.from(f64));
+  assert.deepEqual(Array.from(fg.tensor(new Int32Array([-7, 2147483647]), [2]).toArraySync(new Int32Array(2))), [-7, 2147483647]);
+  assert.deepEqual(Array.from(fg.tensor(new Uint8Array([0, 255]), [2]).toArraySync(new Uint8Array(2))), [0, 255]);
+  const bools = fg.tensor(new Uint8Array([0, 3, 1]), [3], { dtype: 'bool' }).logicalNot();
+  assert.deepEqual(Array.from(bools.toArraySync(new Uint8Array(3))), [1, 0, 0]);
+  const h = fg.tensor(new Uint16Array([0x3c00, 0xc000]), [2], { dtype: 'f16' }).mul(2);
+  assert.deepEqual(Array.from(h.toArraySync(new Uint16Array(2))), [0x4000, 0xc400]);
+  // An empty tensor into an empty array.
+  const empty = new Float32Array(0);
+  assert.equal(fg.zeros([3, 0]).toArraySync(empty), empty);
+});
+
 test('creation ops: full, arange, rand, randn', async () => {
   assert.deepEqual(Array.from(await fg.full([2, 2], 3.5).toArray()), [3.5, 3.5, 3.5, 3.5]);
   assert.deepEqual(Array.from(await fg.arange(0, 5, 1, { dtype: 'i32' }).toArray()), [0, 1, 2, 3, 4]);
