@@ -68,12 +68,12 @@ pub fn exp_f32(x: f32) -> f32 {
 
 /// [`exp_f32`] with its constants passed in (see [`ExpConsts`]).
 #[inline(always)]
-pub fn exp_f32_with(x: f32, k: &ExpConsts) -> f32 {
+pub fn exp_f32_with(x_in: f32, k: &ExpConsts) -> f32 {
     // Outside this range e^x overflows to inf or underflows to 0 anyway; the
     // bounds lie past ln(f32::MAX) ≈ 88.72 and ln(2^-150) ≈ -103.97, so the
     // clamped value still overflows / underflows instead of giving a finite
     // 3.3e38 or the smallest subnormal.
-    let x = x.clamp(k.lo, k.hi);
+    let x = x_in.clamp(k.lo, k.hi);
     // Round to nearest by adding 1.5·2^23: plain SIMD arithmetic, where
     // `f32::round` would be a scalar libm call that stops vectorisation.
     let t = x * k.log2e + k.magic;
@@ -96,7 +96,24 @@ pub fn exp_f32_with(x: f32, k: &ExpConsts) -> f32 {
     let half = ni >> 1;
     let s1 = f32::from_bits(((half + k.bias) as u32) << 23);
     let s2 = f32::from_bits(((ni - half + k.bias) as u32) << 23);
-    er * s1 * s2
+    keep_nan(x_in, er * s1 * s2)
+}
+
+/// `y`, or `x` when `x` is NaN, in the relaxed-SIMD wasm build only.
+///
+/// LLVM's wasm backend applies a function's target features to the whole
+/// module, so the relaxed build's few relaxed-SIMD kernels let it lower
+/// every clamp (`if x < lo { lo } else { x }`, which keeps a NaN `x`) to
+/// `f32x4.relaxed_min/max`, whose NaN result is the engine's choice: V8 on
+/// x86-64 returned the bound, so exp(NaN) came out 0. The other builds keep
+/// the clamp's NaN and skip this compare-and-select.
+#[inline(always)]
+pub(super) fn keep_nan(x: f32, y: f32) -> f32 {
+    if cfg!(fusegraph_relaxed_madd) && x.is_nan() {
+        x
+    } else {
+        y
+    }
 }
 
 /// The constants of [`erf_f32_with`], passed like [`ExpConsts`] (opaque,
