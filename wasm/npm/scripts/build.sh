@@ -8,9 +8,12 @@
 # is the CPU-only build whose matmul microkernels (the vendored gemm-f32)
 # and softmax exponential (core's softmax_simd128.rs), under
 # `--cfg fusegraph_relaxed_madd`, use f32x4.relaxed_madd, which init()
-# loads where the runtime validates relaxed SIMD. Only those kernels get
-# relaxed SIMD: with +relaxed-simd for the whole crate, LLVM also turned the
-# core's clamps into relaxed min/max, and exp(NaN) gave 0 in V8. For each:
+# loads where the runtime validates relaxed SIMD. Only those kernels ask for
+# relaxed SIMD, but LLVM's wasm backend gives every function the module's
+# union of target features, so it may lower any clamp or pmax to relaxed
+# min/max (whose NaN result is the engine's): the core restores NaN where
+# that mattered (fastmath::keep_nan, softmax_simd128's flush_low), and
+# test/relaxed.test.js checks NaN through every op in both builds. For each:
 #   1. the fusegraph-wasm crate for wasm32 with the `wasm-release` profile,
 #   2. wasm-bindgen (the CLI pinned to the crate's version in Cargo.lock)
 #      with `--target web`, whose init takes a URL, bytes or a compiled
