@@ -137,25 +137,26 @@ test('NaN stays NaN through unary ops, maximum/minimum, clamp, reductions and so
   // NaNs sit in the 16-wide SIMD bodies and in the scalar tails.
   const fg = await init({ backend: 'cpu' });
   const n = 37;
-  const data = ref.randomF32(n, 31, 3);
   const nans = [3, 20, 36];
-  for (const i of nans) data[i] = NaN;
-  const x = fg.tensor(data, [n]);
-  const other = fg.full([n], 0.5);
-  const expectNan = (what, out) => {
-    for (const i of nans) assert.ok(Number.isNaN(out[i]), `${fg.simd}: ${what} at ${i} gave ${out[i]}`);
-    for (let i = 0; i < n; i++) if (!nans.includes(i)) assert.ok(!Number.isNaN(out[i]) || what.startsWith('sqrt') || what.startsWith('rsqrt') || what.startsWith('log'), `${fg.simd}: ${what} at ${i} is NaN`);
-  };
-  for (const op of ['neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'gelu', 'geluTanh', 'silu']) {
-    expectNan(op, fg.tidy(() => x[op]().toArraySync()));
-  }
-  for (const op of ['maximum', 'minimum']) {
-    expectNan(`${op}(x, 0.5)`, fg.tidy(() => x[op](other).toArraySync()));
-    expectNan(`${op}(0.5, x)`, fg.tidy(() => other[op](x).toArraySync()));
-  }
-  expectNan('clamp', fg.tidy(() => x.clamp(-1, 1).toArraySync()));
-  for (const op of ['max', 'min', 'sum', 'mean']) {
-    assert.ok(Number.isNaN(fg.tidy(() => x[op]().toArraySync())[0]), `${fg.simd}: ${op} over a row with NaN`);
+  for (const dtype of ['f32', 'f64']) {
+    const data = Float64Array.from(ref.randomF32(n, 31, 3));
+    for (const i of nans) data[i] = NaN;
+    const x = fg.tensor(data, [n], { dtype });
+    const other = fg.full([n], 0.5, { dtype });
+    const expectNan = (what, out) => {
+      for (const i of nans) assert.ok(Number.isNaN(out[i]), `${fg.simd}: ${dtype} ${what} at ${i} gave ${out[i]}`);
+    };
+    for (const op of ['neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'gelu', 'geluTanh', 'silu']) {
+      expectNan(op, fg.tidy(() => x[op]().toArraySync()));
+    }
+    for (const op of ['maximum', 'minimum']) {
+      expectNan(`${op}(x, 0.5)`, fg.tidy(() => x[op](other).toArraySync()));
+      expectNan(`${op}(0.5, x)`, fg.tidy(() => other[op](x).toArraySync()));
+    }
+    expectNan('clamp', fg.tidy(() => x.clamp(-1, 1).toArraySync()));
+    for (const op of ['max', 'min', 'sum', 'mean']) {
+      assert.ok(Number.isNaN(fg.tidy(() => x[op]().toArraySync())[0]), `${fg.simd}: ${dtype} ${op} over a row with NaN`);
+    }
   }
   // Softmax: a row with a NaN is NaN throughout, other rows are untouched.
   const rows = new Float32Array(3 * n).map((_, i) => Math.sin(i));
