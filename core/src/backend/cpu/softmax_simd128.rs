@@ -12,14 +12,15 @@
 //! stored values are the scalar path's bit for bit; only the order of the
 //! sum differs.
 //!
-//! What bounds it is the exponential: 21 vector operations per four
-//! elements in the SIMD128 build, one fewer than XNNPACK's kernel (a
-//! clamp first instead of a compare and mask after). The relaxed-SIMD
-//! build (`--cfg fusegraph_relaxed_madd`, wasm/npm's dist/relaxed/) turns
-//! its seven multiply-adds into `f32x4.relaxed_madd`: an FMA where the
-//! engine and CPU have one (V8 on x86-64 with FMA3, ARM64), which leaves
-//! 14 operations and rounds once where the SIMD128 build rounds twice
-//! (about 1.3x faster rows side by side).
+//! What bounds it is the exponential: 22 vector operations per four
+//! elements in the SIMD128 build, as in XNNPACK's kernel (a clamp first
+//! instead of a compare and mask after, and one more multiply for Estrin's
+//! shorter chain). The relaxed-SIMD build (`--cfg fusegraph_relaxed_madd`,
+//! wasm/npm's dist/relaxed/) turns its eight multiply-adds into
+//! `f32x4.relaxed_madd`: an FMA where the engine and CPU have one (V8 on
+//! x86-64 with FMA3, ARM64), which leaves 15 operations (it masks after
+//! instead of clamping, see [`clamp_low`]) and rounds once where the
+//! SIMD128 build rounds twice (about 1.3x faster rows side by side).
 
 use core::arch::wasm32::*;
 
