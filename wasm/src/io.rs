@@ -121,27 +121,23 @@ impl WasmTensor {
     #[wasm_bindgen(js_name = readInto)]
     pub fn read_into(&self, out: &JsValue) -> JsResult<()> {
         let t = &self.inner;
+        // One arm per dtype: the JS class, the storage's element type, and
+        // how a slice of it becomes the class's elements.
+        macro_rules! copy_into {
+            ($class:ty, $elem:ty, $as_js:expr) => {{
+                let a = as_class::<$class>(t, out)?;
+                check_len(t, a.length())?;
+                t.with_slice(|s: &[$elem]| a.copy_from($as_js(s)))
+                    .or_throw()
+            }};
+        }
         match t.dtype() {
-            DType::F32 => {
-                let a = as_class::<Float32Array>(t, out)?;
-                check_len(t, a.length())?;
-                t.with_slice(|s: &[f32]| a.copy_from(s)).or_throw()
-            }
-            DType::F64 => {
-                let a = as_class::<Float64Array>(t, out)?;
-                check_len(t, a.length())?;
-                t.with_slice(|s: &[f64]| a.copy_from(s)).or_throw()
-            }
-            DType::I32 => {
-                let a = as_class::<Int32Array>(t, out)?;
-                check_len(t, a.length())?;
-                t.with_slice(|s: &[i32]| a.copy_from(s)).or_throw()
-            }
-            DType::U8 => {
-                let a = as_class::<Uint8Array>(t, out)?;
-                check_len(t, a.length())?;
-                t.with_slice(|s: &[u8]| a.copy_from(s)).or_throw()
-            }
+            DType::F32 => copy_into!(Float32Array, f32, std::convert::identity),
+            DType::F64 => copy_into!(Float64Array, f64, std::convert::identity),
+            DType::I32 => copy_into!(Int32Array, i32, std::convert::identity),
+            DType::U8 => copy_into!(Uint8Array, u8, std::convert::identity),
+            DType::F16 => copy_into!(Uint16Array, f16, bytemuck::cast_slice),
+            DType::BF16 => copy_into!(Uint16Array, bf16, bytemuck::cast_slice),
             DType::Bool => {
                 let a = as_class::<Uint8Array>(t, out)?;
                 check_len(t, a.length())?;
@@ -150,18 +146,6 @@ impl WasmTensor {
                     a.copy_from(&bytes)
                 })
                 .or_throw()
-            }
-            DType::F16 => {
-                let a = as_class::<Uint16Array>(t, out)?;
-                check_len(t, a.length())?;
-                t.with_slice(|s: &[f16]| a.copy_from(bytemuck::cast_slice(s)))
-                    .or_throw()
-            }
-            DType::BF16 => {
-                let a = as_class::<Uint16Array>(t, out)?;
-                check_len(t, a.length())?;
-                t.with_slice(|s: &[bf16]| a.copy_from(bytemuck::cast_slice(s)))
-                    .or_throw()
             }
         }
     }
