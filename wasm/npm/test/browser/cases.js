@@ -75,7 +75,9 @@ export const CASES = [
 
 /**
  * Runs every case on `fg` (what `init()` gave) and resolves to one result
- * per case: `{ name, shape, device, values }` or `{ name, error }`.
+ * per case: `{ name, shape, device, values, intoMatches }` or `{ name, error }`
+ * (`intoMatches`: `toArray(into)` filled `into` with the same values and
+ * returned it).
  */
 export async function runCases(fg) {
   const out = [];
@@ -84,7 +86,11 @@ export async function runCases(fg) {
       const ins = inputsOf(c).map((i) => fg.tensor(i.data, i.shape));
       const y = c.build(fg, ins);
       const values = await y.toArray();
-      out.push({ name: c.name, shape: y.shape, device: y.device, values: Array.from(values) });
+      // The same read into a caller's array (on WebGPU: the staged copy set into it).
+      const into = new values.constructor(values.length).fill(7);
+      const back = await y.toArray(into);
+      const intoMatches = back === into && into.every((v, i) => Object.is(v, values[i]));
+      out.push({ name: c.name, shape: y.shape, device: y.device, values: Array.from(values), intoMatches });
       y.dispose();
       ins.forEach((t) => t.dispose());
     } catch (e) {

@@ -30,6 +30,7 @@ function checkAgainstReference(result, device) {
     assert.equal(r.name, c.name);
     assert.equal(r.error, undefined, `${c.name}: ${r.error}`);
     assert.equal(r.device, device, `${c.name}: ran on ${r.device}`);
+    assert.equal(r.intoMatches, true, `${c.name}: toArray(into) on ${device} differs from toArray()`);
     const want = c.reference(ref, inputsOf(c));
     ref.assertClose(`${c.name} on ${device}`, r.values, want.data, want.tol);
   }
