@@ -8,9 +8,9 @@
 //! f32x4 vectors at a time, and the max is `f32x4.pmax` (one `maxps` in V8;
 //! `f32x4.max`'s NaN rules cost several instructions), which passes over
 //! NaNs: they show up in the sum instead. In the SIMD128 build the
-//! arithmetic per element is that of [`exp_nonpositive_with`], operation for operation, so the
-//! stored values are the scalar path's bit for bit; only the order of the
-//! sum differs.
+//! arithmetic per element is that of [`exp_nonpositive_with`], operation
+//! for operation, so the stored values are the scalar path's bit for bit;
+//! only the order of the sum differs.
 //!
 //! What bounds it is the exponential: 22 vector operations per four
 //! elements in the SIMD128 build, as in XNNPACK's kernel (a clamp first
