@@ -12,7 +12,7 @@
 # relaxed SIMD, but LLVM's wasm backend gives every function the module's
 # union of target features, so it may lower any clamp or pmax to relaxed
 # min/max (whose NaN result is the engine's): the core restores NaN where
-# that mattered (fastmath::keep_nan, softmax_simd128's flush_low), and
+# that mattered (fastmath::keep_nan, softmax_simd128's exponential), and
 # test/relaxed.test.js checks NaN through every op in both builds. For each:
 #   1. the fusegraph-wasm crate for wasm32 with the `wasm-release` profile,
 #   2. wasm-bindgen (the CLI pinned to the crate's version in Cargo.lock)

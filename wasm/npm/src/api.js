@@ -600,8 +600,9 @@ export class Tensor {
    */
   async toArray(into) {
     const h = this._handle();
-    if (into !== undefined) guard(() => checkInto(h, into, 'toArray'));
     if (onGpu(h)) {
+      // Checked before the GPU work starts (readInto checks on the CPU path).
+      if (into !== undefined) guard(() => checkInto(h, into, 'toArray'));
       const values = await guardAsync(() => raw.readAsync(h));
       if (into === undefined) return values;
       into.set(values);

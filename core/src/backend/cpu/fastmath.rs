@@ -108,7 +108,7 @@ pub fn exp_f32_with(x_in: f32, k: &ExpConsts) -> f32 {
 /// x86-64 returned the bound, so exp(NaN) came out 0. The other builds keep
 /// the clamp's NaN and skip this compare-and-select.
 #[inline(always)]
-pub(super) fn keep_nan(x: f32, y: f32) -> f32 {
+fn keep_nan(x: f32, y: f32) -> f32 {
     if cfg!(fusegraph_relaxed_madd) && x.is_nan() {
         x
     } else {

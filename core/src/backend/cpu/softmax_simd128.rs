@@ -19,7 +19,7 @@
 //! wasm/npm's dist/relaxed/) turns its eight multiply-adds into
 //! `f32x4.relaxed_madd`: an FMA where the engine and CPU have one (V8 on
 //! x86-64 with FMA3, ARM64), which leaves 15 operations (it masks after
-//! instead of clamping, see [`clamp_low`]) and rounds once where the
+//! instead of clamping, see `Splats::exp`) and rounds once where the
 //! SIMD128 build rounds twice (about 1.3x faster rows side by side).
 
 use core::arch::wasm32::*;
@@ -192,7 +192,18 @@ impl Splats {
     /// [`exp_nonpositive_with`]`(x - m)` on four lanes.
     #[inline(always)]
     fn exp(&self, x: v128, m: v128) -> v128 {
-        let d = clamp_low(f32x4_sub(x, m), self.lowest);
+        // SIMD128 clamps first: `pmax` keeps a NaN `d` (NaN < lowest is
+        // false), so a NaN in the row makes its sum NaN. The relaxed build
+        // masks after instead: there LLVM lowers `f32x4.pmax` to
+        // `f32x4.relaxed_max` (a module-wide consequence of the relaxed-SIMD
+        // kernels, see `fastmath::keep_nan`), and V8 on x86-64 returned
+        // `lowest` for a NaN `d`, an exponential of 0 that hid the NaN.
+        let d = f32x4_sub(x, m);
+        let d = if RELAXED {
+            d
+        } else {
+            f32x4_pmax(d, self.lowest)
+        };
         let n = madd(d, self.log2e, self.magic);
         let s = i32x4_shl(n, 23);
         let n = f32x4_sub(n, self.magic);
@@ -204,42 +215,19 @@ impl Splats {
         let hi = madd(c[1], t, c[2]);
         let hi = madd(c[0], t2, hi);
         let p = madd(hi, t2, lo);
-        flush_low(d, madd(f32x4_mul(t, s), p, s), self.lowest)
+        let f = madd(f32x4_mul(t, s), p, s);
+        if RELAXED {
+            // Zero where 2^n has left the normal range and `f` is garbage;
+            // a compare, which leaves a NaN `f` as is.
+            v128_andnot(f, f32x4_lt(d, self.lowest))
+        } else {
+            f
+        }
     }
 }
 
-/// `pmax(d, lowest)`, which keeps a NaN `d` (NaN < lowest is false), so a
-/// NaN in the row makes its sum NaN.
-#[cfg(not(fusegraph_relaxed_madd))]
-#[inline(always)]
-fn clamp_low(d: v128, lowest: v128) -> v128 {
-    f32x4_pmax(d, lowest)
-}
-
-/// The relaxed build leaves `d` as is: there LLVM lowers `f32x4.pmax` to
-/// `f32x4.relaxed_max` (a module-wide consequence of the relaxed-SIMD
-/// kernels, see `fastmath::keep_nan`), and V8 on x86-64 returned `lowest`
-/// for a NaN `d`, an exponential of 0 that hid the NaN from the sum.
-/// [`flush_low`] zeroes what the clamp would have.
-#[cfg(fusegraph_relaxed_madd)]
-#[inline(always)]
-fn clamp_low(d: v128, _lowest: v128) -> v128 {
-    d
-}
-
-#[cfg(not(fusegraph_relaxed_madd))]
-#[inline(always)]
-fn flush_low(_d: v128, f: v128, _lowest: v128) -> v128 {
-    f
-}
-
-/// Zero where `d < lowest` (where 2^n has left the normal range and `f` is
-/// garbage); a compare, which keeps NaN's `f` (NaN) as is.
-#[cfg(fusegraph_relaxed_madd)]
-#[inline(always)]
-fn flush_low(d: v128, f: v128, lowest: v128) -> v128 {
-    v128_andnot(f, f32x4_lt(d, lowest))
-}
+/// The relaxed-SIMD build (`madd` is `f32x4.relaxed_madd` there).
+const RELAXED: bool = cfg!(fusegraph_relaxed_madd);
 
 /// `a * b + c` with two roundings: SIMD128 has no fused multiply-add.
 #[cfg(not(fusegraph_relaxed_madd))]
